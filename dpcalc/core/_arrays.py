@@ -1,0 +1,94 @@
+"""Array plumbing shared by the core: validation, broadcasting, scalar return.
+
+Every public core function takes array_like arguments, broadcasts them, and
+returns a Python float (or tuple of floats) when all inputs were scalars.
+Validation raises ``ValueError`` naming the parameter, the offending value
+and the allowed range; the CLI turns that into a one-line error (exit 2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["checked", "finish", "ValidationError"]
+
+
+class ValidationError(ValueError):
+    """A parameter is outside the range a formula is defined on."""
+
+    def __init__(self, name: str, value: object, allowed: str):
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{name} must be {allowed}; got {value!r}")
+
+
+def _first_bad(arr: np.ndarray, bad: np.ndarray) -> float:
+    return float(arr[bad].flat[0])
+
+
+def checked(
+    name: str,
+    value: object,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = True,
+    high_open: bool = True,
+    integer: bool = False,
+) -> np.ndarray:
+    """Return ``value`` as a float64 array after checking its range.
+
+    NaN and infinities are always refused. ``low``/``high`` bound the range;
+    ``*_open`` says whether the bound itself is excluded.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(name, value, "a number") from exc
+    if arr.size == 0:
+        raise ValidationError(name, value, "at least one value")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValidationError(name, _first_bad(arr, bad), "a finite number")
+    parts = []
+    if low is not None:
+        parts.append(f"> {low:g}" if low_open else f">= {low:g}")
+        bad = arr <= low if low_open else arr < low
+        if bad.any():
+            raise ValidationError(name, _first_bad(arr, bad), _describe(low, high, low_open, high_open, integer))
+    if high is not None:
+        bad = arr >= high if high_open else arr > high
+        if bad.any():
+            raise ValidationError(name, _first_bad(arr, bad), _describe(low, high, low_open, high_open, integer))
+    if integer:
+        bad = arr != np.floor(arr)
+        if bad.any():
+            raise ValidationError(name, _first_bad(arr, bad), _describe(low, high, low_open, high_open, integer))
+    return arr
+
+
+def _describe(low, high, low_open, high_open, integer) -> str:
+    kind = "a whole number" if integer else "a number"
+    if low is not None and high is not None:
+        lb = "(" if low_open else "["
+        hb = ")" if high_open else "]"
+        return f"{kind} in {lb}{low:g}, {high:g}{hb}"
+    if low is not None:
+        return f"{kind} {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{kind} {'<' if high_open else '<='} {high:g}"
+    return kind
+
+
+def finish(*arrays: np.ndarray, scalar: bool):
+    """Return arrays as they are, or as Python floats when ``scalar``."""
+    if scalar:
+        out = tuple(float(np.asarray(a).reshape(-1)[0]) if np.ndim(a) == 0 or np.size(a) == 1 else a for a in arrays)
+    else:
+        out = tuple(np.asarray(a) for a in arrays)
+    return out[0] if len(out) == 1 else out
+
+
+def all_scalar(*values: object) -> bool:
+    return all(np.ndim(v) == 0 for v in values)

@@ -1,0 +1,215 @@
+"""DP-SGD accounting: Poisson-subsampled Gaussian steps.
+
+The forward question (ε after T steps) and the inverse ones (the smallest
+noise multiplier, the largest number of steps, the largest batch for a
+target ε) share one seam: an *accountant* maps arrays (q, σ, T, δ) to ε.
+:data:`ACCOUNTANTS` names them; a later engine (PLD) plugs in beside RDP.
+
+References
+----------
+.. [ACG+] M. Abadi et al. Deep Learning with Differential Privacy. CCS 2016,
+   arXiv:1607.00133.
+.. [MTZ] Mironov, Talwar, Zhang, arXiv:1908.10530 (RDP of the sampled Gaussian).
+.. [BDLS] Bu, Dong, Long, Su, arXiv:1911.11607 (GDP CLT), labelled approximate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import gdp
+from . import rdp as _rdp
+from ._arrays import ValidationError, all_scalar, checked, finish
+from .solve import bisect_predicate, expand_until
+
+__all__ = [
+    "Accountant",
+    "ACCOUNTANTS",
+    "default_delta",
+    "steps_for_epochs",
+    "epsilon",
+    "epsilon_curve",
+    "solve_sigma",
+    "solve_steps",
+    "solve_batch_size",
+]
+
+
+@dataclass(frozen=True)
+class Accountant:
+    """A named way to turn (q, σ, T, δ) arrays into ε arrays.
+
+    ``bound`` is ``"upper"`` when every ε it returns is a sound guarantee
+    and ``"approximate"`` when it may under-report.
+    """
+
+    name: str
+    bound: str
+    epsilon: Callable[..., np.ndarray]
+
+
+def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30):
+    q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    eps, _ = _rdp.optimal_epsilon(
+        lambda al: steps[:, None] * _rdp._subsampled_gaussian(al, q[:, None], sigma[:, None]),
+        delta,
+        refine_steps=refine_steps,
+    )
+    return eps
+
+
+def _clt_epsilon(q, sigma, steps, delta):
+    mu = gdp.clt_mu(q, sigma, steps)
+    mu, delta = np.broadcast_arrays(np.atleast_1d(mu), delta)
+    return gdp._epsilon(mu.ravel(), np.log(delta.ravel()), 1e-12)
+
+
+ACCOUNTANTS: dict[str, Accountant] = {
+    "rdp": Accountant("rdp", "upper", _rdp_epsilon),
+    "gdp-clt": Accountant("gdp-clt", "approximate", _clt_epsilon),
+}
+
+
+def default_delta(dataset_size):
+    """δ used when none is given: the largest power of ten strictly below 1/N.
+
+    N = 60,000 gives 1e-5; N = 100,000 gives 1e-6.
+    """
+    scalar = all_scalar(dataset_size)
+    n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
+    return finish(10.0 ** -(np.floor(np.log10(n)) + 1), scalar=scalar)
+
+
+def steps_for_epochs(epochs, dataset_size, batch_size):
+    """T = ⌈epochs · N / B⌉ (expected batch size B under Poisson sampling)."""
+    scalar = all_scalar(epochs, dataset_size, batch_size)
+    e = checked("epochs", epochs, low=0)
+    n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
+    b = checked("batch_size", batch_size, low=1, low_open=False, integer=True)
+    return finish(np.ceil(e * n / b - 1e-9), scalar=scalar)
+
+
+def _check(rate, sigma, steps, delta):
+    q = checked("rate", rate, low=0, high=1, high_open=False)
+    s = checked("noise_multiplier", sigma, low=0)
+    t = checked("steps", steps, low=1, low_open=False, integer=True)
+    d = checked("delta", delta, low=0, high=1)
+    return np.broadcast_arrays(q, s, t, d)
+
+
+def epsilon(rate, sigma, steps, delta, accountant: str = "rdp"):
+    """ε of T Poisson-subsampled Gaussian steps at δ.
+
+    Examples
+    --------
+    >>> round(epsilon(256 / 60000, 1.1, 14063, 1e-5), 2)
+    2.6
+    """
+    scalar = all_scalar(rate, sigma, steps, delta)
+    q, s, t, d = _check(rate, sigma, steps, delta)
+    shape = q.shape
+    eps = ACCOUNTANTS[accountant].epsilon(q.ravel(), s.ravel(), t.ravel(), d.ravel())
+    return finish(np.asarray(eps).reshape(shape), scalar=scalar)
+
+
+def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp"):
+    """ε after each of the given step counts (1-D ``steps``) for one setting."""
+    steps = checked("steps", steps, low=1, low_open=False, integer=True).ravel()
+    q, s, t, d = _check(rate, sigma, steps, delta)
+    return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
+
+
+def _search_eps(accountant, q, s, t, d):
+    if accountant == "rdp":
+        # Fewer refinement steps while searching: each value is still a
+        # sound upper bound, so the search stays on the safe side.
+        return _rdp_epsilon(q, s, t, d, refine_steps=8)
+    return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """An inverse-planning answer: the value, its checked ε, and whether it was found."""
+
+    value: np.ndarray
+    epsilon: np.ndarray
+    found: np.ndarray
+
+
+def solve_sigma(rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float = 1e-4):
+    """Smallest noise multiplier σ (rounded up, to ``rtol``) with ε <= target.
+
+    The answer is re-checked with the full-precision accountant.
+    ``found`` is false where no σ up to 1e6 meets the target.
+    """
+    q, _, t, d = _check(rate, 1.0, steps, delta)
+    target = checked("target_epsilon", target_epsilon, low=0)
+    q, t, d, target = (a.ravel() for a in np.broadcast_arrays(q, t, d, target))
+
+    def ok(sig):
+        return _search_eps(accountant, q, sig, t, d) <= target
+
+    hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
+    lo = np.full(q.shape, 1e-3)
+    lo_ok = ok(lo)
+    good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
+    good = np.where(lo_ok, lo, good)
+    eps = ACCOUNTANTS[accountant].epsilon(q, good, t, d)
+    return Solution(good, eps, found & (eps <= target))
+
+
+def solve_steps(rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, max_steps: float = 1e9):
+    """Largest whole number of steps T with ε <= target (0 if even one step is over)."""
+    q, s, _, d = _check(rate, sigma, 1, delta)
+    target = checked("target_epsilon", target_epsilon, low=0)
+    q, s, d, target = (a.ravel() for a in np.broadcast_arrays(q, s, d, target))
+
+    def ok(tt):
+        return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d) <= target
+
+    one_ok = ok(np.ones_like(q))
+    top = np.full(q.shape, float(max_steps))
+    top_ok = ok(top)
+    good, _ = bisect_predicate(ok, ok=np.ones_like(q), bad=top, atol=0.5, rtol=0.0, max_iter=80)
+    good = np.floor(good)
+    good = np.where(top_ok, top, good)
+    eps = ACCOUNTANTS[accountant].epsilon(q, s, np.maximum(good, 1.0), d)
+    good = np.where(one_ok, good, 0.0)
+    return Solution(good, np.where(one_ok, eps, np.nan), one_ok & (eps <= target))
+
+
+def solve_batch_size(dataset_size, epochs, sigma, delta, target_epsilon, accountant: str = "rdp"):
+    """Largest batch size B (expected, Poisson) with ε <= target for fixed epochs.
+
+    ε is not guaranteed monotone in B; the search keeps only checked
+    points, so the answer always meets the target even if a larger
+    feasible B exists past a non-monotone stretch.
+    """
+    n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
+    e = checked("epochs", epochs, low=0)
+    s = checked("noise_multiplier", sigma, low=0)
+    d = checked("delta", delta, low=0, high=1)
+    target = checked("target_epsilon", target_epsilon, low=0)
+    n, e, s, d, target = (a.ravel() for a in np.broadcast_arrays(n, e, s, d, target))
+
+    def eps_for(b, full=False):
+        b = np.clip(np.floor(b), 1.0, n)
+        t = np.ceil(e * n / b - 1e-9)
+        f = ACCOUNTANTS[accountant].epsilon if full else lambda *a: _search_eps(accountant, *a)
+        return f(b / n, s, np.maximum(t, 1.0), d)
+
+    def ok(b):
+        return eps_for(b) <= target
+
+    one_ok = ok(np.ones_like(n))
+    all_ok = ok(n)
+    good, _ = bisect_predicate(ok, ok=np.ones_like(n), bad=n, atol=0.5, rtol=0.0, max_iter=80)
+    good = np.where(all_ok, n, np.floor(good))
+    eps = eps_for(good, full=True)
+    good = np.where(one_ok, good, 0.0)
+    if not np.isfinite(eps).all():
+        raise ValidationError("batch_size", float(good[~np.isfinite(eps)][0]), "a size with a finite ε")
+    return Solution(good, eps, one_ok & (eps <= target))
