@@ -29,8 +29,7 @@ def scale_for_epsilon(epsilon, sensitivity=1.0):
     scalar = all_scalar(epsilon, sensitivity)
     e = checked("epsilon", epsilon, low=0)
     s = checked("sensitivity", sensitivity, low=0)
-    # Round up: more noise is the safe side of Δ/ε.
-    return finish(np.nextafter(s / e, np.inf), scalar=scalar)
+    return finish(s / e, scalar=scalar)
 
 
 def epsilon_of(scale, sensitivity=1.0):

@@ -204,21 +204,29 @@ def _eps_terms(orders, rdp, log_delta):
 
 
 def epsilon_from_curve(orders, rdp, delta):
-    """ε at δ from an RDP curve given at ``orders`` (last axis); minimised over α.
+    """ε at δ from an RDP curve; minimised over the orders (last axis).
 
-    Returns ``(epsilon, best_order)``; ε is clipped at 0 and is a sound upper
-    bound for every order used.
+    ``orders`` and ``rdp`` have the orders on their last axis; ``delta``
+    broadcasts against the remaining axes. Returns ``(epsilon, best_order)``;
+    ε is clipped at 0 and is a sound upper bound.
+
+    Examples
+    --------
+    >>> e, a = epsilon_from_curve([2, 4, 8], [0.1, 0.2, 0.4], 1e-5)
+    >>> round(e, 4), a
+    (1.6141, 8.0)
     """
     a = checked("order", orders, low=1)
     r = checked("rdp", rdp, low=0, low_open=False)
     d = checked("delta", delta, low=0, high=1)
-    a, r = np.broadcast_arrays(a, r)
-    e = _eps_terms(a, r, np.log(d)[..., None] if np.ndim(d) else np.log(d))
+    a, r = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(r))
+    log_d = np.log(d)[..., None]
+    e = _eps_terms(a, r, log_d)
     i = np.argmin(e, axis=-1)
     best = np.take_along_axis(e, i[..., None], axis=-1)[..., 0]
-    order = np.take_along_axis(a, i[..., None], axis=-1)[..., 0]
-    scalar = np.ndim(best) == 0
-    return finish(np.maximum(best, 0.0), order, scalar=scalar)
+    order = np.broadcast_to(a, e.shape)
+    order = np.take_along_axis(order, i[..., None], axis=-1)[..., 0]
+    return finish(np.maximum(best, 0.0), order, scalar=np.ndim(best) == 0)
 
 
 def delta_from_curve(orders, rdp, epsilon):
@@ -226,10 +234,9 @@ def delta_from_curve(orders, rdp, epsilon):
     a = checked("order", orders, low=1)
     r = checked("rdp", rdp, low=0, low_open=False)
     e = checked("epsilon", epsilon, low=0, low_open=False)
-    a, r = np.broadcast_arrays(a, r)
-    ee = e[..., None] if np.ndim(e) else e
+    a, r = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(r))
     with np.errstate(all="ignore"):
-        log_d = (a - 1) * (r - ee) + (a - 1) * np.log1p(-1.0 / a) - np.log(a)
+        log_d = (a - 1) * (r - e[..., None]) + (a - 1) * np.log1p(-1.0 / a) - np.log(a)
     log_d = np.where(np.isnan(log_d), np.inf, log_d)
     d = np.minimum(np.exp(np.min(log_d, axis=-1)), 1.0)
     return finish(d, scalar=np.ndim(d) == 0)

@@ -1,0 +1,52 @@
+"""Helpers that commands share once they run (numpy is imported here, lazily)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from dpcalc.cli.options import MAX_ROWS
+
+
+def mesh(**grids: tuple[float, ...] | None) -> dict[str, Any]:
+    """Cartesian product of the given grids, flattened (None entries skipped).
+
+    Returns a dict of 1-D float arrays of equal length.
+    """
+    import numpy as np
+
+    names = [k for k, v in grids.items() if v is not None]
+    total = 1
+    for k in names:
+        total *= len(grids[k])  # type: ignore[arg-type]
+    if total > MAX_ROWS:
+        sizes = " × ".join(f"{len(grids[k])} ({'--' + k.replace('_', '-')})" for k in names)  # type: ignore[arg-type]
+        raise click.UsageError(f"the grids give {total} rows ({sizes}); at most {MAX_ROWS} are allowed.")
+    arrays = np.meshgrid(*[np.asarray(grids[k], dtype=float) for k in names], indexing="ij")
+    return {k: a.ravel() for k, a in zip(names, arrays)}
+
+
+def echo_inputs(**values: Any) -> dict[str, Any]:
+    """Inputs as understood, for JSON: single-point grids become plain numbers."""
+    out: dict[str, Any] = {}
+    for k, v in values.items():
+        if v is None:
+            continue
+        if isinstance(v, tuple):
+            out[k] = v[0] if len(v) == 1 else list(v)
+        else:
+            out[k] = v
+    return out
+
+
+def emit(result, fmt: str, as_json: bool) -> int:
+    from dpcalc.render import render
+
+    render(result, "json" if as_json else fmt)
+    return int(result.status)
+
+
+def f(x: Any) -> float:
+    """A plain Python float (JSON-ready) from a numpy scalar."""
+    return float(x)

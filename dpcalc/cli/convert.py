@@ -1,0 +1,383 @@
+"""dpcalc convert — between the languages of privacy."""
+
+from __future__ import annotations
+
+import click
+
+from dpcalc.cli.options import (
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY,
+    UNIT_CLOSED,
+    Range,
+    exclusive,
+    grid_option,
+    output_options,
+    require,
+    sensitivity_option,
+)
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
+
+DEFAULT_DELTAS = "1e-10:1e-2:9:log"
+DEFAULT_ALPHAS = "0:1:21"
+DEFAULT_FPRS = "0.001,0.01,0.1"
+
+PROB_OR_ZERO = Range(0, 1, low_open=False)
+
+
+def _to_option(choices, default):
+    return click.option(
+        "--to",
+        "target",
+        type=click.Choice(choices),
+        default=default,
+        help="What to convert to: dp = (ε, δ); tradeoff = β(α) of the optimal test; attack = best "
+        "membership-inference advantage and TPR at given FPRs; gdp = μ; zcdp = ρ.",
+    )
+
+
+_alpha = grid_option("--alpha", allowed=UNIT_CLOSED, help=f"Type I errors for --to tradeoff [default: {DEFAULT_ALPHAS}].")
+_fpr = grid_option("--fpr", allowed=UNIT_CLOSED, help=f"False-positive rates for --to attack [default: {DEFAULT_FPRS}].")
+
+
+@click.group(context_settings=CONTEXT)
+def convert():
+    """Translate a guarantee: σ, μ-GDP, ρ-zCDP, RDP, (ε, δ), f-DP, attack success."""
+
+
+def _columns(*specs):
+    from dpcalc.model import Column
+
+    return tuple(Column(*s) if isinstance(s, tuple) else s for s in specs)
+
+
+def _finish(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
+    from dpcalc.cli import _common as c
+    from dpcalc.model import Column, Result
+
+    cols = _columns(*cols) + (Column("method", "method", "text"), Column("bound", "bound", "text"))
+    result = Result(
+        command=command,
+        inputs=c.echo_inputs(**inputs),
+        columns=cols,
+        rows=tuple(rows),
+        objects=tuple(objects),
+        warnings=tuple(warnings),
+        notes=tuple(notes),
+    )
+    return c.emit(result, fmt, as_json)
+
+
+def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
+    """Rows for a μ-GDP guarantee (also used by Gaussian mechanisms)."""
+    from dpcalc.cli import _common as c
+    from dpcalc.core import gdp
+
+    rows = []
+    if target == "dp":
+        exclusive(delta=delta, epsilon=epsilon)
+        if epsilon is not None:
+            m = c.mesh(i=tuple(range(len(mus))), epsilon=epsilon)
+            mu = mus.take(m["i"].astype(int))
+            d = gdp.delta(mu, m["epsilon"])
+            e = m["epsilon"]
+        else:
+            from dpcalc.cli.options import parse_grid
+
+            m = c.mesh(i=tuple(range(len(mus))), delta=delta or parse_grid(DEFAULT_DELTAS))
+            mu = mus.take(m["i"].astype(int))
+            e = gdp.epsilon(mu, m["delta"])
+            d = m["delta"]
+        for k in range(mu.size):
+            row = dict(extra[int(m["i"][k])])
+            row.update(mu=c.f(mu[k]), epsilon=c.f(e[k]), delta=c.f(d[k]), method=method, bound="exact")
+            rows.append(row)
+        cols = [("mu", "μ", "float", "up"), ("epsilon", "ε", "float", "up"), ("delta", "δ", "float", "up")]
+    elif target == "tradeoff":
+        from dpcalc.cli.options import parse_grid
+
+        m = c.mesh(i=tuple(range(len(mus))), alpha=alpha or parse_grid(DEFAULT_ALPHAS))
+        mu = mus.take(m["i"].astype(int))
+        beta = gdp.tradeoff(mu, m["alpha"])
+        for k in range(mu.size):
+            row = dict(extra[int(m["i"][k])])
+            row.update(mu=c.f(mu[k]), alpha=c.f(m["alpha"][k]), beta=c.f(beta[k]), method="gdp-tradeoff", bound="exact")
+            rows.append(row)
+        # A larger β means a weaker attack, so round β down.
+        cols = [("mu", "μ", "float", "up"), ("alpha", "α (type I)"), ("beta", "β (type II)", "float", "down")]
+    else:  # attack
+        from dpcalc.cli.options import parse_grid
+
+        m = c.mesh(i=tuple(range(len(mus))), fpr=fpr or parse_grid(DEFAULT_FPRS))
+        mu = mus.take(m["i"].astype(int))
+        adv = gdp.advantage(mu)
+        tpr = gdp.attack_tpr(mu, m["fpr"])
+        for k in range(mu.size):
+            row = dict(extra[int(m["i"][k])])
+            row.update(
+                mu=c.f(mu[k]), advantage=c.f(adv[k]), fpr=c.f(m["fpr"][k]), tpr=c.f(tpr[k]),
+                method="gdp-attack", bound="exact",
+            )
+            rows.append(row)
+        cols = [
+            ("mu", "μ", "float", "up"),
+            ("advantage", "max TPR−FPR", "float", "up"),
+            ("fpr", "FPR"),
+            ("tpr", "max TPR", "float", "up"),
+        ]
+    return rows, cols
+
+
+@convert.command(context_settings=CONTEXT)
+@grid_option("--sigma", allowed=POSITIVE, required=True, help="Noise standard deviation σ.")
+@sensitivity_option
+@grid_option("--delta", allowed=PROBABILITY, help=f"δ at which to report ε [default: {DEFAULT_DELTAS}].")
+@grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
+@_to_option(["dp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """The exact privacy of a Gaussian mechanism: its (ε, δ) curve, μ, ρ, f-DP.
+
+    A Gaussian mechanism is exactly μ-GDP with μ = Δ/σ, so every number here
+    is exact (Balle & Wang 2018; Dong, Roth & Su 2022).
+
+    \b
+    Examples:
+      dpcalc convert gaussian --sigma 3.73 --delta 1e-5
+      dpcalc convert gaussian --sigma 2 --epsilon 0.5,1,2
+      dpcalc convert gaussian --sigma 2 --to attack
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import gaussian as g
+
+    m = c.mesh(sigma=sigma, sensitivity=sensitivity)
+    mus = np.asarray(g.mu_of(m["sigma"], m["sensitivity"]))
+    extra = [
+        {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "rho": c.f(mus[i] ** 2 / 2)}
+        for i in range(mus.size)
+    ]
+    rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "analytic-gaussian")
+    cols = [("sigma", "σ"), ("sensitivity", "Δ"), ("rho", "ρ", "float", "up")] + cols
+    return _finish(
+        "convert gaussian",
+        dict(sigma=sigma, sensitivity=sensitivity, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr),
+        cols, rows, fmt, as_json,
+    )
+
+
+@convert.command(context_settings=CONTEXT)
+@grid_option("--mu", allowed=NONNEGATIVE, required=True, help="GDP parameter μ.")
+@grid_option("--delta", allowed=PROBABILITY, help=f"δ at which to report ε [default: {DEFAULT_DELTAS}].")
+@grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
+@_to_option(["dp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+def gdp(mu, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """μ-GDP as (ε, δ), as a trade-off curve, or as attack success (all exact).
+
+    μ-GDP holds iff (ε, δ(ε))-DP holds for all ε >= 0 with
+    δ(ε) = Φ(−ε/μ + μ/2) − e^ε Φ(−ε/μ − μ/2) (Dong, Roth & Su 2022, Cor. 2.13).
+
+    \b
+    Examples:
+      dpcalc convert gdp --mu 1.2 --to dp --delta 1e-5
+      dpcalc convert gdp --mu 1 --epsilon 0:3:7
+      dpcalc convert gdp --mu 0.5,1,2 --to attack --fpr 0.01
+    """
+    import numpy as np
+
+    mus = np.asarray(mu, dtype=float)
+    extra = [{} for _ in mu]
+    rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "gdp")
+    return _finish(
+        "convert gdp", dict(mu=mu, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr),
+        cols, rows, fmt, as_json,
+    )
+
+
+@convert.command(context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=NONNEGATIVE, required=True, help="ε of the guarantee.")
+@grid_option("--delta", allowed=PROB_OR_ZERO, help="δ of the guarantee, in [0, 1); 0 means pure ε-DP.", default="0")
+@_to_option(["gdp", "zcdp", "tradeoff", "attack"], "gdp")
+@sensitivity_option
+@_alpha
+@_fpr
+@output_options
+def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
+    """An (ε, δ) guarantee as μ (Gaussian), ρ (pure ε), f-DP, or attack success.
+
+    --to gdp gives the μ of the Gaussian mechanism that is exactly (ε, δ)-DP
+    and its σ for the given sensitivity. --to zcdp needs δ = 0: ε-DP implies
+    (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4).
+
+    \b
+    Examples:
+      dpcalc convert dp --epsilon 1 --delta 1e-5 --to gdp
+      dpcalc convert dp --epsilon 0.5 --to zcdp
+      dpcalc convert dp --epsilon 1 --delta 1e-5 --to attack --fpr 0.01,0.1
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import fdp
+    from dpcalc.core import gdp as gd
+    from dpcalc.core import zcdp
+    from dpcalc.model import Gaussian
+
+    rows, objects = [], []
+    inputs = dict(epsilon=epsilon, delta=delta, to=target)
+    if target == "gdp":
+        if 0.0 in delta:
+            raise click.UsageError(
+                "Invalid value for '--delta': 0 — no Gaussian mechanism is pure ε-DP; give δ in (0, 1) for --to gdp."
+            )
+        if 0.0 in epsilon:
+            raise click.UsageError("Invalid value for '--epsilon': 0 — give ε > 0 for --to gdp.")
+        m = c.mesh(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+        mu = gd.mu_for_dp(m["epsilon"], m["delta"])
+        for k in range(mu.size):
+            sig = float(m["sensitivity"][k] / mu[k])
+            rows.append(
+                {
+                    "epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "mu": c.f(mu[k]),
+                    "sensitivity": c.f(m["sensitivity"][k]), "sigma": sig,
+                    "method": "analytic-gaussian", "bound": "exact",
+                }
+            )
+            objects.append(Gaussian(sig, c.f(m["sensitivity"][k])))
+        # μ is rounded down so that δ_μ(ε) <= δ holds for the printed value.
+        cols = [("epsilon", "ε"), ("delta", "δ"), ("mu", "μ", "float", "down"), ("sensitivity", "Δ"),
+                ("sigma", "σ", "float", "up")]
+        inputs["sensitivity"] = sensitivity
+        notes = ["μ of the Gaussian mechanism that is exactly (ε, δ)-DP; any smaller μ is also (ε, δ)-DP."]
+    elif target == "zcdp":
+        if any(d != 0 for d in delta):
+            raise click.UsageError(
+                "Invalid value for '--delta': only pure ε-DP (δ = 0) converts to zCDP; (ε, δ>0)-DP implies no ρ."
+            )
+        m = c.mesh(epsilon=epsilon)
+        rho = zcdp.rho_from_pure(m["epsilon"])
+        rows = [
+            {"epsilon": c.f(e), "delta": 0.0, "rho": c.f(r), "method": "pure-to-zcdp", "bound": "upper"}
+            for e, r in zip(m["epsilon"], rho)
+        ]
+        cols = [("epsilon", "ε"), ("delta", "δ"), ("rho", "ρ", "float", "up")]
+        notes = ["ε-DP implies (ε²/2)-zCDP (Bun & Steinke 2016, Prop. 1.4)."]
+    elif target == "tradeoff":
+        from dpcalc.cli.options import parse_grid
+
+        m = c.mesh(epsilon=epsilon, delta=delta, alpha=alpha or parse_grid(DEFAULT_ALPHAS))
+        beta = fdp.dp_tradeoff(m["epsilon"], m["delta"], m["alpha"])
+        rows = [
+            {"epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "alpha": c.f(m["alpha"][k]),
+             "beta": c.f(beta[k]), "method": "dp-tradeoff", "bound": "exact"}
+            for k in range(beta.size)
+        ]
+        cols = [("epsilon", "ε"), ("delta", "δ"), ("alpha", "α (type I)"), ("beta", "β (type II)", "float", "down")]
+        inputs["alpha"] = alpha
+        notes = ["β(α) = max{0, 1−δ−e^ε α, e^−ε (1−δ−α)} (Dong, Roth & Su 2022, Prop. 2.5)."]
+    else:
+        from dpcalc.cli.options import parse_grid
+
+        m = c.mesh(epsilon=epsilon, delta=delta, fpr=fpr or parse_grid(DEFAULT_FPRS))
+        adv = fdp.dp_advantage(m["epsilon"], m["delta"])
+        tpr = fdp.dp_attack_tpr(m["epsilon"], m["delta"], m["fpr"])
+        rows = [
+            {"epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "advantage": c.f(adv[k]),
+             "fpr": c.f(m["fpr"][k]), "tpr": c.f(tpr[k]), "method": "dp-attack", "bound": "exact"}
+            for k in range(adv.size)
+        ]
+        cols = [("epsilon", "ε"), ("delta", "δ"), ("advantage", "max TPR−FPR", "float", "up"), ("fpr", "FPR"),
+                ("tpr", "max TPR", "float", "up")]
+        inputs["fpr"] = fpr
+        notes = ["Bounds for any membership-inference attack against an (ε, δ)-DP mechanism."]
+    return _finish("convert dp", inputs, cols, rows, fmt, as_json, objects=objects, notes=notes)
+
+
+@convert.command(context_settings=CONTEXT)
+@grid_option("--rho", allowed=NONNEGATIVE, required=True, help="zCDP parameter ρ.")
+@grid_option("--delta", allowed=PROBABILITY, required=True, help="δ at which to report ε.")
+@output_options
+def zcdp(rho, delta, fmt, as_json):
+    """ρ-zCDP as (ε, δ): the simple bound and the tighter RDP-based one.
+
+    simple: ε = ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016, Prop. 1.3).
+    rdp: min over α of αρ + ln(1−1/α) − (ln δ + ln α)/(α−1) (Canonne, Kamath &
+    Steinke 2020, Prop. 12). Both are sound; the tighter one is marked.
+
+    \b
+    Example:
+      dpcalc convert zcdp --rho 0.5 --delta 1e-5
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import zcdp as z
+
+    m = c.mesh(rho=rho, delta=delta)
+    simple = z.epsilon_simple(m["rho"], m["delta"])
+    tight = z.epsilon_tight(m["rho"], m["delta"])
+    rows = []
+    for k in range(simple.size):
+        for name, val in (("zcdp-simple", simple[k]), ("zcdp-rdp", tight[k])):
+            rows.append(
+                {"rho": c.f(m["rho"][k]), "delta": c.f(m["delta"][k]), "epsilon": c.f(val), "method": name,
+                 "bound": "upper", "tightest": bool(name == "zcdp-rdp")}
+            )
+    cols = [("rho", "ρ"), ("delta", "δ"), ("epsilon", "ε", "float", "up"), ("tightest", "tightest", "bool")]
+    return _finish(
+        "convert zcdp", dict(rho=rho, delta=delta), cols, rows, fmt, as_json,
+        notes=["A ρ that comes from a Gaussian mechanism is exactly μ-GDP with μ = √(2ρ); "
+               "use 'convert gaussian' for its exact ε."],
+    )
+
+
+@convert.command(context_settings=CONTEXT)
+@click.option("--orders", required=True, help="RDP orders α > 1, comma-separated (e.g. 2,4,8,16,32).")
+@click.option("--values", "values", required=True, help="RDP values r(α) >= 0 at those orders, comma-separated.")
+@grid_option("--delta", allowed=PROBABILITY, help="δ at which to report ε.")
+@grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
+@output_options
+def rdp(orders, values, delta, epsilon, fmt, as_json):
+    """An RDP curve at given orders as (ε, δ), with the improved conversion.
+
+    ε = min over α of r(α) + ln((α−1)/α) − (ln δ + ln α)/(α−1)
+    (Canonne, Kamath & Steinke 2020, Prop. 12; Balle et al. 2020, Thm 21).
+
+    \b
+    Example:
+      dpcalc convert rdp --orders 2,4,8,16,32 --values 0.1,0.2,0.4,0.8,1.6 --delta 1e-5
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.cli.options import GridType
+    from dpcalc.core import rdp as r
+    from dpcalc.model import RDPCurve
+
+    a = np.asarray(GridType(Range(1)).convert(orders, None, None))
+    v = np.asarray(GridType(Range(0, low_open=False)).convert(values, None, None))
+    if a.size != v.size:
+        raise click.UsageError(f"--orders has {a.size} values but --values has {v.size}; give one value per order.")
+    exclusive(delta=delta, epsilon=epsilon)
+    require("delta", delta if epsilon is None else epsilon, "give --delta (for ε) or --epsilon (for δ)")
+    rows = []
+    if delta is not None:
+        d = np.asarray(delta)
+        eps, best = r.epsilon_from_curve(a, v, d)
+        for k in range(d.size):
+            rows.append({"delta": c.f(d[k]), "epsilon": c.f(eps[k]), "order": c.f(best[k]),
+                         "method": "rdp", "bound": "upper"})
+        cols = [("delta", "δ"), ("epsilon", "ε", "float", "up"), ("order", "best α")]
+    else:
+        e = np.asarray(epsilon)
+        dd = r.delta_from_curve(a, v, e)
+        for k in range(e.size):
+            rows.append({"epsilon": c.f(e[k]), "delta": c.f(dd[k]), "method": "rdp", "bound": "upper"})
+        cols = [("epsilon", "ε"), ("delta", "δ", "float", "up")]
+    return _finish(
+        "convert rdp", dict(orders=list(a), values=list(v), delta=delta, epsilon=epsilon), cols, rows, fmt, as_json,
+        objects=[RDPCurve(tuple(map(float, a)), tuple(map(float, v)))],
+    )

@@ -1,0 +1,203 @@
+"""Shared Click parameter types and option decorators.
+
+Nothing here imports numpy: ``dpcalc --help`` must start fast.
+
+Grid syntax (any numeric option marked *grid*): a comma-separated list of
+items, each either a number or a range ``START:STOP:N`` (N points, evenly
+spaced) or ``START:STOP:N:log`` (N points, evenly spaced in log scale).
+``0.5,1,2`` → three points; ``1:10:10`` → 1, 2, …, 10;
+``1e-10:1e-4:7:log`` → 1e-10, 1e-9, …, 1e-4.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import click
+
+MAX_GRID_POINTS = 10_000
+MAX_ROWS = 100_000
+
+GRID_HELP = "Accepts a grid: a,b,c or START:STOP:N[:log]."
+
+
+class Range:
+    """An allowed interval, for validation and for messages."""
+
+    def __init__(self, low=None, high=None, low_open=True, high_open=True, integer=False):
+        self.low, self.high = low, high
+        self.low_open, self.high_open = low_open, high_open
+        self.integer = integer
+
+    def contains(self, x: float) -> bool:
+        if not math.isfinite(x):
+            return False
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            return False
+        if self.high is not None and (x >= self.high if self.high_open else x > self.high):
+            return False
+        if self.integer and x != math.floor(x):
+            return False
+        return True
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        if self.low is not None and self.high is not None:
+            lb = "(" if self.low_open else "["
+            hb = ")" if self.high_open else "]"
+            return f"{kind} in {lb}{self.low:g}, {self.high:g}{hb}"
+        if self.low is not None:
+            return f"{kind} {'>' if self.low_open else '>='} {self.low:g}"
+        if self.high is not None:
+            return f"{kind} {'<' if self.high_open else '<='} {self.high:g}"
+        return f"{kind} (finite)"
+
+
+POSITIVE = Range(0)
+NONNEGATIVE = Range(0, low_open=False)
+PROBABILITY = Range(0, 1)
+RATE = Range(0, 1, low_open=True, high_open=False)
+UNIT_CLOSED = Range(0, 1, low_open=False, high_open=False)
+COUNT = Range(1, low_open=False, integer=True)
+
+
+def _parse_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is not a finite number")
+    return value
+
+
+def parse_grid(text: str, max_points: int = MAX_GRID_POINTS) -> tuple[float, ...]:
+    """Parse the grid syntax into a tuple of floats (no range check)."""
+    if not text.strip():
+        raise ValueError("empty value")
+    points: list[float] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            raise ValueError(f"empty item in {text!r}")
+        if ":" in item:
+            parts = item.split(":")
+            log = len(parts) == 4 and parts[3].strip().lower() == "log"
+            if len(parts) not in (3, 4) or (len(parts) == 4 and not log):
+                raise ValueError(f"{item!r} is not a range START:STOP:N or START:STOP:N:log")
+            start, stop = _parse_number(parts[0]), _parse_number(parts[1])
+            try:
+                n = int(parts[2])
+            except ValueError:
+                raise ValueError(f"the count in {item!r} is not a whole number") from None
+            if n < 1 or n > max_points:
+                raise ValueError(f"the count in {item!r} must be from 1 to {max_points}")
+            if n > 1 and start == stop:
+                raise ValueError(f"the range {item!r} is empty (START equals STOP)")
+            if log and (start <= 0 or stop <= 0):
+                raise ValueError(f"a :log range needs START and STOP > 0, got {item!r}")
+            if n == 1:
+                points.append(start)
+            elif log:
+                a, b = math.log10(start), math.log10(stop)
+                # 15 significant digits: 1e-10:1e-2:9:log gives exact powers of ten.
+                points.extend(float(f"{10 ** (a + (b - a) * i / (n - 1)):.15g}") for i in range(n))
+                points[-n] = start
+                points[-1] = stop
+            else:
+                points.extend(float(f"{start + (stop - start) * i / (n - 1):.15g}") for i in range(n))
+                points[-1] = stop
+        else:
+            points.append(_parse_number(item))
+        if len(points) > max_points:
+            raise ValueError(f"more than {max_points} points")
+    return tuple(points)
+
+
+class GridType(click.ParamType):
+    """A number or a grid of numbers, each checked against a :class:`Range`."""
+
+    name = "grid"
+
+    def __init__(self, allowed: Range, grid: bool = True):
+        self.allowed = allowed
+        self.grid = grid
+
+    def convert(self, value: Any, param, ctx) -> tuple[float, ...]:
+        if isinstance(value, tuple):
+            return value
+        text = str(value)
+        try:
+            points = parse_grid(text) if self.grid else (_parse_number(text),)
+        except ValueError as exc:
+            self.fail(f"{exc}; expected {self.allowed.describe()}", param, ctx)
+        for p in points:
+            if not self.allowed.contains(p):
+                self.fail(f"{p:g} is out of range; expected {self.allowed.describe()}", param, ctx)
+        return points
+
+
+class NumberType(GridType):
+    """A single number checked against a :class:`Range`; returns a float."""
+
+    name = "number"
+
+    def __init__(self, allowed: Range):
+        super().__init__(allowed, grid=False)
+
+    def convert(self, value: Any, param, ctx):  # type: ignore[override]
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = repr(float(value))
+        return super().convert(value, param, ctx)[0]
+
+
+def grid_option(*names: str, allowed: Range, help: str, **kw) -> Callable:
+    return click.option(*names, type=GridType(allowed), help=f"{help} {GRID_HELP}", **kw)
+
+
+def number_option(*names: str, allowed: Range, help: str, **kw) -> Callable:
+    return click.option(*names, type=NumberType(allowed), help=help, **kw)
+
+
+def output_options(f: Callable) -> Callable:
+    """``--format`` and its shorthand ``--json``."""
+    f = click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Same as --format json: one JSON document on stdout.",
+    )(f)
+    f = click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["table", "json", "csv"]),
+        default="table",
+        show_default=True,
+        help="Output format. Tables are for people; json and csv for programs.",
+    )(f)
+    return f
+
+
+def sensitivity_option(f: Callable) -> Callable:
+    return grid_option(
+        "--sensitivity",
+        allowed=POSITIVE,
+        default="1",
+        show_default=True,
+        help="Sensitivity Δ of the query (L2 for Gaussian, L1 for Laplace).",
+    )(f)
+
+
+def require(name: str, value: Any, why: str = "") -> None:
+    """Raise a usage error when a required option is missing."""
+    if value is None:
+        raise click.UsageError(f"Missing option '--{name}'{': ' + why if why else ''}.")
+
+
+def exclusive(**given: Any) -> None:
+    """Raise a usage error when more than one of the options was given."""
+    names = [k for k, v in given.items() if v is not None and v is not False]
+    if len(names) > 1:
+        opts = ", ".join("--" + n.replace("_", "-") for n in names)
+        raise click.UsageError(f"Options {opts} cannot be used together.")
