@@ -25,7 +25,10 @@ def format_number(value: float, safe: str = "nearest", digits: int = SIGNIFICANT
     """Format to ``digits`` significant digits, rounding toward the safe side."""
     if value == 0:
         return "0"
-    short = repr(float(value))
+    # Float round-off (relative 1e-12 and below) is not information about
+    # privacy: 0.1 * 9 = 0.9000000000000001 is shown as 0.9, not 0.900001.
+    value = float(f"{value:.12g}")
+    short = repr(value)
     if len(short.lstrip("-").replace(".", "").split("e")[0].strip("0")) <= digits:
         # The shortest text that reads back as this very float fits: show it
         # (no rounding happens, so no direction is needed).
@@ -62,7 +65,7 @@ def _cell(col: Column, value: Any) -> str:
     if value is None:
         return "–"
     if col.kind == "bool":
-        return "yes" if value else ""
+        return "yes" if value else "no"
     if col.kind == "int":
         return f"{int(value):d}"
     if col.kind == "float":
@@ -115,10 +118,13 @@ def _table(result: Result, out: TextIO) -> None:
     from rich.table import Table
 
     no_color = "NO_COLOR" in os.environ or not out.isatty()
-    console = Console(file=out, no_color=no_color, highlight=False, soft_wrap=False, width=max(100, _width()))
+    # The table takes its natural width: numbers are never cut to fit a terminal.
+    console = Console(file=out, no_color=no_color, highlight=False, soft_wrap=True, width=10_000)
     table = Table(title=result.command, box=box.SIMPLE_HEAD, title_justify="left")
     for col in result.columns:
-        table.add_column(col.label, justify="right" if col.kind in ("float", "int") else "left", no_wrap=True)
+        table.add_column(
+            col.label, justify="right" if col.kind in ("float", "int") else "left", no_wrap=True, overflow="fold"
+        )
     for row in result.rows:
         cells = [_cell(c, row.get(c.key)) for c in result.columns]
         style = "yellow" if row.get("bound") == "approximate" else None
@@ -127,9 +133,3 @@ def _table(result: Result, out: TextIO) -> None:
     for note in result.notes:
         console.print(f"  {note}", markup=False)
 
-
-def _width() -> int:
-    try:
-        return os.get_terminal_size().columns
-    except OSError:
-        return 100

@@ -135,6 +135,8 @@ class GridType(click.ParamType):
         for p in points:
             if not self.allowed.contains(p):
                 self.fail(f"{p:g} is out of range; expected {self.allowed.describe()}", param, ctx)
+        if self.allowed.integer:
+            return tuple(int(p) for p in points)
         return points
 
 
@@ -201,3 +203,32 @@ def exclusive(**given: Any) -> None:
     if len(names) > 1:
         opts = ", ".join("--" + n.replace("_", "-") for n in names)
         raise click.UsageError(f"Options {opts} cannot be used together.")
+
+
+class RecordType(click.ParamType):
+    """Comma-separated fields, e.g. ``SIGMA[,SENSITIVITY[,TIMES]]``, each range-checked."""
+
+    def __init__(self, fields: list[tuple[str, Range, float | None]]):
+        self.fields = fields
+        self.name = ",".join(n.upper() if d is None else f"[{n.upper()}]" for n, _, d in fields)
+
+    def convert(self, value: Any, param, ctx) -> dict[str, float]:
+        if isinstance(value, dict):
+            return value
+        parts = [p.strip() for p in str(value).split(",")]
+        required = sum(1 for _, _, d in self.fields if d is None)
+        if not (required <= len(parts) <= len(self.fields)) or any(not p for p in parts):
+            self.fail(f"{value!r} should be {self.name}", param, ctx)
+        out: dict[str, float] = {}
+        for (name, allowed, default), text in zip(self.fields, parts + [None] * (len(self.fields) - len(parts))):
+            if text is None:
+                out[name] = float(default)  # type: ignore[arg-type]
+                continue
+            try:
+                x = _parse_number(text)
+            except ValueError as exc:
+                self.fail(f"{name} in {value!r}: {exc}", param, ctx)
+            if not allowed.contains(x):
+                self.fail(f"{name} {x:g} in {value!r} is out of range; expected {allowed.describe()}", param, ctx)
+            out[name] = x
+        return out

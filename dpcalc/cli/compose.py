@@ -1,0 +1,389 @@
+"""dpcalc compose — the total privacy of many releases."""
+
+from __future__ import annotations
+
+import click
+
+from dpcalc.cli.options import (
+    COUNT,
+    NONNEGATIVE,
+    POSITIVE,
+    PROBABILITY,
+    RATE,
+    Range,
+    RecordType,
+    exclusive,
+    grid_option,
+    output_options,
+    require,
+    sensitivity_option,
+)
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
+PROB_OR_ZERO = Range(0, 1, low_open=False)
+
+_times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
+_target_delta = grid_option("--delta", allowed=PROBABILITY, help="δ at which to report the total ε.")
+
+
+def _release(fields, help):
+    return click.option("--release", "releases", multiple=True, type=RecordType(fields), help=help)
+
+
+@click.group(context_settings=CONTEXT)
+def compose():
+    """Total privacy of many releases on the same data, by every applicable method."""
+
+
+def _mark_tightest(rows, key_fields):
+    """Flag, per input point, the smallest ε among sound (exact or upper) rows."""
+    best: dict[tuple, float] = {}
+    for r in rows:
+        if r["bound"] in ("exact", "upper"):
+            k = tuple(r.get(f) for f in key_fields)
+            best[k] = min(best.get(k, float("inf")), r["epsilon"])
+    seen: set = set()
+    for r in rows:
+        k = tuple(r.get(f) for f in key_fields)
+        r["tightest"] = bool(r["bound"] in ("exact", "upper") and r["epsilon"] == best.get(k) and k not in seen)
+        if r["tightest"]:
+            seen.add(k)
+    return rows
+
+
+def _emit(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
+    from dpcalc.cli import _common as c
+    from dpcalc.model import Column, Result
+
+    cols = tuple(Column(*s) for s in cols) + (
+        Column("tightest", "tightest", "bool"),
+        Column("method", "method", "text"),
+        Column("bound", "bound", "text"),
+    )
+    result = Result(
+        command=command,
+        inputs=c.echo_inputs(**inputs),
+        columns=cols,
+        rows=tuple(rows),
+        objects=tuple(objects),
+        warnings=tuple(dict.fromkeys(warnings)),
+        notes=tuple(notes),
+    )
+    return c.emit(result, fmt, as_json)
+
+
+@compose.command(context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=NONNEGATIVE, help="ε of each mechanism.")
+@grid_option("--delta", allowed=PROB_OR_ZERO, default="0", help="δ of each mechanism, in [0, 1).")
+@_times
+@grid_option(
+    "--delta-prime", allowed=PROBABILITY, default="1e-6",
+    help="Extra δ′ spent by advanced composition; the optimal one is reported at the same total δ = kδ + δ′.",
+)
+@_release([("epsilon", NONNEGATIVE, None), ("delta", PROB_OR_ZERO, 0.0), ("times", COUNT, 1.0)],
+          "A heterogeneous release EPSILON[,DELTA[,TIMES]]; repeat for each kind (basic composition).")
+@output_options
+def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
+    """k-fold composition of (ε, δ)-DP mechanisms: basic, advanced, optimal.
+
+    \b
+    basic     (kε, kδ)                                       Dwork & Roth Thm 3.16
+    advanced  (√(2k ln(1/δ′))ε + kε(e^ε−1), kδ + δ′)           Dwork, Rothblum & Vadhan 2010
+    optimal   smallest ε at the same kδ + δ′                   Kairouz, Oh & Viswanath 2015, Thm 3.3
+    Heterogeneous lists (--release, repeated) use basic composition.
+
+    \b
+    Examples:
+      dpcalc compose dp --epsilon 0.1 --delta 1e-7 --times 100
+      dpcalc compose dp --release 0.5,1e-6,10 --release 1,0,2
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import composition as comp
+    from dpcalc.model import DP, Composed
+
+    cols = [("epsilon_each", "ε each"), ("delta_each", "δ each"), ("times", "k", "int"),
+            ("epsilon", "ε total", "float", "up"), ("delta", "δ total", "float", "up")]
+    if releases:
+        if epsilon is not None:
+            raise click.UsageError("Options --release and --epsilon cannot be used together.")
+        e, d = comp.basic_list([r["epsilon"] for r in releases], [r["delta"] for r in releases],
+                               [r["times"] for r in releases])
+        rows = [{"releases": len(releases), "epsilon": e, "delta": d, "method": "basic", "bound": "upper"}]
+        cols = [("releases", "releases", "int"), ("epsilon", "ε total", "float", "up"),
+                ("delta", "δ total", "float", "up")]
+        obj = Composed(tuple((DP(r["epsilon"], r["delta"]), int(r["times"])) for r in releases))
+        warnings = ["the total δ is 1 or more: the guarantee says nothing."] if d >= 1 else []
+        return _emit("compose dp", {"releases": [dict(r) for r in releases]}, cols, _mark_tightest(rows, []),
+                     fmt, as_json, objects=[obj, DP(e, d)], warnings=warnings)
+
+    require("epsilon", epsilon, "or give --release EPSILON[,DELTA[,TIMES]]")
+    m = c.mesh(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime)
+    be, bd = comp.basic(m["epsilon"], m["delta"], m["times"])
+    ae, ad = comp.advanced(m["epsilon"], m["delta"], m["times"], m["delta_prime"])
+    rows, warnings, notes = [], [], []
+    kov_ok = (m["times"] <= comp.KOV_MAX_TIMES) & (ad < 1) & (m["epsilon"] > 0)
+    kov = None
+    if kov_ok.any():
+        import numpy as np
+
+        kov = np.full(m["epsilon"].shape, np.nan)
+        kov[kov_ok] = comp.optimal_homogeneous(
+            m["epsilon"][kov_ok], m["delta"][kov_ok], m["times"][kov_ok], ad[kov_ok]
+        )
+    if (m["times"] > comp.KOV_MAX_TIMES).any():
+        notes.append(f"optimal composition is evaluated for k up to {comp.KOV_MAX_TIMES:,}; larger k shows basic "
+                     "and advanced only.")
+    for i in range(be.size):
+        base = {"epsilon_each": c.f(m["epsilon"][i]), "delta_each": c.f(m["delta"][i]),
+                "times": int(m["times"][i]), "delta_prime": c.f(m["delta_prime"][i])}
+        rows.append(dict(base, epsilon=c.f(be[i]), delta=c.f(bd[i]), method="basic", bound="upper"))
+        rows.append(dict(base, epsilon=c.f(ae[i]), delta=c.f(ad[i]), method="advanced", bound="upper"))
+        if kov is not None and kov_ok[i]:
+            rows.append(dict(base, epsilon=c.f(kov[i]), delta=c.f(ad[i]), method="optimal-kov", bound="upper"))
+        if bd[i] >= 1 or ad[i] >= 1:
+            warnings.append("a total δ is 1 or more: that guarantee says nothing; lower δ or k.")
+    cols.insert(3, ("delta_prime", "δ′"))
+    _mark_tightest(rows, ["epsilon_each", "delta_each", "times", "delta_prime", "delta"])
+    return _emit(
+        "compose dp",
+        dict(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime),
+        cols, rows, fmt, as_json, warnings=warnings, notes=notes,
+        objects=[DP(r["epsilon"], r["delta"]) for r in rows if r["tightest"]],
+    )
+
+
+def _gaussian_family_rows(m, mu_total, rho_total, delta, base_rows, exact_method):
+    """ε at δ for a composed Gaussian: exact via μ, and the zCDP bounds beside it."""
+    from dpcalc.cli import _common as c
+    from dpcalc.core import gdp, zcdp
+
+    e_exact = gdp.epsilon(mu_total, delta)
+    e_simple = zcdp.epsilon_simple(rho_total, delta)
+    e_tight = zcdp.epsilon_tight(rho_total, delta)
+    rows = []
+    for i in range(e_exact.size):
+        base = dict(base_rows[i], mu=c.f(mu_total[i]), rho=c.f(rho_total[i]), delta=c.f(delta[i]))
+        rows.append(dict(base, epsilon=c.f(e_exact[i]), method=exact_method, bound="exact"))
+        rows.append(dict(base, epsilon=c.f(e_tight[i]), method="zcdp-rdp", bound="upper"))
+        rows.append(dict(base, epsilon=c.f(e_simple[i]), method="zcdp-simple", bound="upper"))
+    return rows
+
+
+@compose.command(context_settings=CONTEXT)
+@grid_option("--sigma", allowed=POSITIVE, help="Noise σ of each Gaussian mechanism.")
+@sensitivity_option
+@_times
+@_target_delta
+@_release([("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)],
+          "A heterogeneous release SIGMA[,SENSITIVITY[,TIMES]]; repeat for each kind.")
+@output_options
+def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
+    """Composition of Gaussian mechanisms — exact, through μ = √(Σ kᵢ Δᵢ²/σᵢ²).
+
+    Gaussian mechanisms compose exactly as μ-GDP (Dong, Roth & Su 2022,
+    Cor. 3.3), so the ε reported by method gdp is exact, not a bound. The
+    zCDP conversions are shown beside it for comparison.
+
+    \b
+    Examples:
+      dpcalc compose gaussian --sigma 2 --times 1000 --delta 1e-5
+      dpcalc compose gaussian --release 2,1,100 --release 5,2,30 --delta 1e-6
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.model import GDP, Composed, Gaussian
+
+    require("delta", delta)
+    if releases:
+        exclusive(sigma=sigma, release=True)
+        mu2 = sum(r["times"] * (r["sensitivity"] / r["sigma"]) ** 2 for r in releases)
+        d = np.asarray(delta, float)
+        mu_t = np.full(d.shape, np.sqrt(mu2))
+        rows = _gaussian_family_rows(None, mu_t, mu_t**2 / 2, d, [{} for _ in d], "gdp")
+        cols = [("delta", "δ"), ("mu", "μ total", "float", "up"), ("rho", "ρ total", "float", "up"),
+                ("epsilon", "ε total", "float", "up")]
+        obj = Composed(tuple((Gaussian(r["sigma"], r["sensitivity"]), int(r["times"])) for r in releases))
+        inputs = {"releases": [dict(r) for r in releases], "delta": delta}
+    else:
+        require("sigma", sigma, "or give --release SIGMA[,SENSITIVITY[,TIMES]]")
+        m = c.mesh(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
+        mu_t = np.sqrt(m["times"]) * m["sensitivity"] / m["sigma"]
+        base = [{"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "times": int(m["times"][i])}
+                for i in range(mu_t.size)]
+        rows = _gaussian_family_rows(m, mu_t, mu_t**2 / 2, m["delta"], base, "gdp")
+        cols = [("sigma", "σ"), ("sensitivity", "Δ"), ("times", "k", "int"), ("delta", "δ"),
+                ("mu", "μ total", "float", "up"), ("rho", "ρ total", "float", "up"), ("epsilon", "ε total", "float", "up")]
+        obj = None
+        inputs = dict(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
+    _mark_tightest(rows, ["sigma", "sensitivity", "times", "delta"])
+    objects = ([obj] if obj else []) + [GDP(r["mu"]) for r in rows if r["method"] == "gdp"]
+    return _emit("compose gaussian", inputs, cols, rows, fmt, as_json, objects=objects)
+
+
+@compose.command(context_settings=CONTEXT)
+@grid_option("--mu", allowed=NONNEGATIVE, help="μ of each μ-GDP mechanism.")
+@_times
+@_target_delta
+@_release([("mu", NONNEGATIVE, None), ("times", COUNT, 1.0)], "A heterogeneous release MU[,TIMES]; repeatable.")
+@output_options
+def gdp(mu, times, delta, releases, fmt, as_json):
+    """Composition of μ-GDP guarantees: μ = √(Σ kᵢ μᵢ²) (exact), and its ε at δ.
+
+    \b
+    Example:
+      dpcalc compose gdp --mu 0.1 --times 100 --delta 1e-5
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import gdp as g
+    from dpcalc.model import GDP
+
+    if releases:
+        exclusive(mu=mu, release=True)
+        mu_list, t_list = [r["mu"] for r in releases], [r["times"] for r in releases]
+        total = float(np.sqrt(np.sum(np.asarray(t_list) * np.asarray(mu_list) ** 2)))
+        m = c.mesh(delta=delta) if delta is not None else None
+        base_mu = np.full(1 if m is None else m["delta"].size, total)
+        base = [{} for _ in base_mu]
+        inputs = {"releases": [dict(r) for r in releases], "delta": delta}
+    else:
+        require("mu", mu, "or give --release MU[,TIMES]")
+        m = c.mesh(mu=mu, times=times, delta=delta)
+        base_mu = np.sqrt(m["times"]) * m["mu"]
+        base = [{"mu_each": c.f(m["mu"][i]), "times": int(m["times"][i])} for i in range(base_mu.size)]
+        inputs = dict(mu=mu, times=times, delta=delta)
+    rows = []
+    eps = g.epsilon(base_mu, m["delta"]) if delta is not None else None
+    for i in range(base_mu.size):
+        row = dict(base[i], mu=c.f(base_mu[i]), method="gdp", bound="exact")
+        if eps is not None:
+            row.update(delta=c.f(m["delta"][i]), epsilon=c.f(eps[i]))
+        else:
+            row.update(delta=None, epsilon=None)
+        rows.append(row)
+    cols = ([] if releases else [("mu_each", "μ each"), ("times", "k", "int")]) + [
+        ("mu", "μ total", "float", "up"), ("delta", "δ"), ("epsilon", "ε total", "float", "up")]
+    for r in rows:
+        r["tightest"] = True
+    return _emit("compose gdp", inputs, cols, rows, fmt, as_json, objects=[GDP(r["mu"]) for r in rows])
+
+
+@compose.command(context_settings=CONTEXT)
+@grid_option("--rho", allowed=NONNEGATIVE, help="ρ of each ρ-zCDP mechanism.")
+@_times
+@_target_delta
+@_release([("rho", NONNEGATIVE, None), ("times", COUNT, 1.0)], "A heterogeneous release RHO[,TIMES]; repeatable.")
+@output_options
+def zcdp(rho, times, delta, releases, fmt, as_json):
+    """Composition of ρ-zCDP guarantees: ρ adds (Bun & Steinke 2016, Lemma 2.3).
+
+    \b
+    Example:
+      dpcalc compose zcdp --rho 0.01 --times 50 --delta 1e-6
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import zcdp as z
+    from dpcalc.model import ZCDP
+
+    require("delta", delta)
+    if releases:
+        exclusive(rho=rho, release=True)
+        total = float(sum(r["rho"] * r["times"] for r in releases))
+        m = c.mesh(delta=delta)
+        rho_t = np.full(m["delta"].size, total)
+        base = [{} for _ in rho_t]
+        inputs = {"releases": [dict(r) for r in releases], "delta": delta}
+    else:
+        require("rho", rho, "or give --release RHO[,TIMES]")
+        m = c.mesh(rho=rho, times=times, delta=delta)
+        rho_t = m["rho"] * m["times"]
+        base = [{"rho_each": c.f(m["rho"][i]), "times": int(m["times"][i])} for i in range(rho_t.size)]
+        inputs = dict(rho=rho, times=times, delta=delta)
+    simple = z.epsilon_simple(rho_t, m["delta"])
+    tight = z.epsilon_tight(rho_t, m["delta"])
+    rows = []
+    for i in range(rho_t.size):
+        b = dict(base[i], rho=c.f(rho_t[i]), delta=c.f(m["delta"][i]))
+        rows.append(dict(b, epsilon=c.f(tight[i]), method="zcdp-rdp", bound="upper"))
+        rows.append(dict(b, epsilon=c.f(simple[i]), method="zcdp-simple", bound="upper"))
+    _mark_tightest(rows, ["rho_each", "times", "delta"])
+    cols = ([] if releases else [("rho_each", "ρ each"), ("times", "k", "int")]) + [
+        ("rho", "ρ total", "float", "up"), ("delta", "δ"), ("epsilon", "ε total", "float", "up")]
+    return _emit("compose zcdp", inputs, cols, rows, fmt, as_json, objects=[ZCDP(float(rho_t[0]))] if rho_t.size == 1 else [])
+
+
+@compose.command(context_settings=CONTEXT)
+@click.option("--gaussian", "gaussians", multiple=True,
+              type=RecordType([("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
+              help="A Gaussian mechanism SIGMA[,SENSITIVITY[,TIMES]]; repeatable.")
+@click.option("--subsampled-gaussian", "subsampled", multiple=True,
+              type=RecordType([("rate", RATE, None), ("sigma", POSITIVE, None), ("times", COUNT, 1.0)]),
+              help="A Poisson-subsampled Gaussian RATE,NOISE_MULTIPLIER[,TIMES] (sensitivity 1); repeatable.")
+@click.option("--laplace", "laplaces", multiple=True,
+              type=RecordType([("scale", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
+              help="A Laplace mechanism SCALE[,SENSITIVITY[,TIMES]]; repeatable.")
+@_target_delta
+@output_options
+def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
+    """Composition of a mix of Gaussian, subsampled Gaussian and Laplace mechanisms, by RDP.
+
+    RDP adds order by order (Mironov 2017); the total is converted with the
+    improved conversion, minimised over a dense grid of orders refined by a
+    golden-section search. Add/remove neighbours for subsampled parts.
+
+    \b
+    Example:
+      dpcalc compose mixed --gaussian 5,1,10 --subsampled-gaussian 0.01,1.1,1000 \\
+          --laplace 2,1,3 --delta 1e-5
+    """
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import gdp as g
+    from dpcalc.core import rdp as r
+    from dpcalc.model import DP, Composed, Gaussian, Laplace, Subsampled
+
+    require("delta", delta)
+    if not (gaussians or subsampled or laplaces):
+        raise click.UsageError("Give at least one of --gaussian, --subsampled-gaussian, --laplace.")
+    d = np.asarray(delta, float)
+
+    def rdp_fn(alpha):
+        total = np.zeros(np.shape(alpha))
+        for p in gaussians:
+            total = total + p["times"] * alpha * (p["sensitivity"] / p["sigma"]) ** 2 / 2
+        for p in laplaces:
+            total = total + p["times"] * r.laplace(alpha, p["scale"], p["sensitivity"])
+        for p in subsampled:
+            total = total + p["times"] * r._subsampled_gaussian(alpha, p["rate"], p["sigma"])
+        return total
+
+    eps, order = r.optimal_epsilon(rdp_fn, d)
+    rows = [{"delta": c.f(d[i]), "epsilon": c.f(eps[i]), "order": c.f(order[i]), "method": "rdp", "bound": "upper"}
+            for i in range(d.size)]
+    if gaussians and not (subsampled or laplaces):
+        mu = float(np.sqrt(sum(p["times"] * (p["sensitivity"] / p["sigma"]) ** 2 for p in gaussians)))
+        ex = g.epsilon(np.full(d.shape, mu), d)
+        rows += [{"delta": c.f(d[i]), "epsilon": c.f(ex[i]), "order": None, "method": "gdp", "bound": "exact"}
+                 for i in range(d.size)]
+    if laplaces and not (subsampled or gaussians):
+        pure = float(sum(p["times"] * p["sensitivity"] / p["scale"] for p in laplaces))
+        rows += [{"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure",
+                  "bound": "upper"} for i in range(d.size)]
+    _mark_tightest(rows, ["delta"])
+    parts = tuple(
+        [(Gaussian(p["sigma"], p["sensitivity"]), int(p["times"])) for p in gaussians]
+        + [(Subsampled(Gaussian(p["sigma"], 1.0), p["rate"], "poisson", "add-remove"), int(p["times"]))
+           for p in subsampled]
+        + [(Laplace(p["scale"], p["sensitivity"]), int(p["times"])) for p in laplaces]
+    )
+    cols = [("delta", "δ"), ("epsilon", "ε total", "float", "up"), ("order", "best α")]
+    inputs = {"gaussian": [dict(p) for p in gaussians], "subsampled_gaussian": [dict(p) for p in subsampled],
+              "laplace": [dict(p) for p in laplaces], "delta": delta}
+    objects = [Composed(parts)] + [DP(r_["epsilon"], r_["delta"]) for r_ in rows if r_["tightest"]]
+    return _emit("compose mixed", inputs, cols, rows, fmt, as_json, objects=objects,
+                 notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else ())
