@@ -1,0 +1,60 @@
+"""μ-GDP: conversion to (ε, δ), trade-off functions, operational meaning, CLT."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcalc.core import gdp
+
+
+def test_delta_known_value():
+    # δ(ε=1) for μ=1: Φ(-0.5) − e Φ(-1.5)
+    expected = stats.norm.cdf(-0.5) - np.e * stats.norm.cdf(-1.5)
+    assert gdp.delta(1.0, 1.0) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("mu", [0.05, 0.5, 1.2, 3.0, 10.0])
+@pytest.mark.parametrize("delta", [1e-2, 1e-5, 1e-12, 1e-200])
+def test_epsilon_is_safe_and_tight(mu, delta):
+    eps = gdp.epsilon(mu, delta)
+    assert gdp.delta(mu, eps) <= delta
+    assert eps == 0 or gdp.delta(mu, eps * (1 - 1e-9)) > delta
+
+
+def test_epsilon_zero_when_delta_is_large():
+    # δ(0) = 2Φ(μ/2) − 1; above it ε = 0.
+    mu = 0.1
+    d0 = 2 * stats.norm.cdf(mu / 2) - 1
+    assert gdp.epsilon(mu, d0 * 1.01) == 0.0
+
+
+def test_mu_for_dp_round_trip():
+    mu = gdp.mu_for_dp(np.array([0.5, 1, 2, 8]), 1e-6)
+    eps = gdp.epsilon(mu, 1e-6)
+    np.testing.assert_allclose(eps, [0.5, 1, 2, 8], rtol=1e-9)
+    assert np.all(eps <= np.array([0.5, 1, 2, 8]) * (1 + 1e-12))
+
+
+def test_tradeoff_endpoints_and_symmetry():
+    assert gdp.tradeoff(1.0, 0.0) == 1.0
+    assert gdp.tradeoff(1.0, 1.0) == 0.0
+    assert gdp.tradeoff(0.0, 0.3) == pytest.approx(0.7)
+    # G_μ is symmetric: G_μ(G_μ(α)) = α.
+    a = 0.137
+    assert gdp.tradeoff(1.3, gdp.tradeoff(1.3, a)) == pytest.approx(a, rel=1e-9)
+
+
+def test_advantage_and_tpr():
+    assert gdp.advantage(1.0) == pytest.approx(2 * stats.norm.cdf(0.5) - 1)
+    assert gdp.attack_tpr(1.0, 0.05) == pytest.approx(stats.norm.cdf(1 + stats.norm.ppf(0.05)))
+    # TPR = 1 − β(α)
+    assert gdp.attack_tpr(0.7, 0.2) == pytest.approx(1 - gdp.tradeoff(0.7, 0.2))
+
+
+def test_clt_mu_formula_and_no_overflow():
+    assert gdp.clt_mu(0.01, 1.1, 10000) == pytest.approx(0.01 * np.sqrt(10000 * np.expm1(1 / 1.21)))
+    assert np.isfinite(gdp.clt_mu(1e-9, 0.05, 1e9))
+
+
+def test_compose_mu():
+    assert gdp.compose_mu([0.3, 0.4]) == pytest.approx(0.5)
