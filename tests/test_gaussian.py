@@ -6,7 +6,7 @@ import pytest
 from dp_accounting.pld import accountant, common
 
 from dpcalc.core import gaussian as g
-from dpcalc.core._arrays import ValidationError
+from dpcalc.core.errors import ValidationError
 
 
 @pytest.mark.parametrize(

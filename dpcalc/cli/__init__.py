@@ -46,7 +46,7 @@ class DpcalcGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
-        from dpcalc.core._arrays import ValidationError
+        from dpcalc.core.errors import ValidationError
 
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)

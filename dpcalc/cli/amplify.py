@@ -88,7 +88,7 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
 @_rate
 @grid_option("--steps", allowed=COUNT, default="1", help="Number of subsampled steps T.")
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε.")
-@click.option("--orders", default=None, help="Also list the per-step RDP at these orders (comma-separated, each > 1).")
+@grid_option("--orders", allowed=Range(1), help="List the per-step RDP at these orders α > 1 instead of ε.")
 @output_options
 def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
     """A Poisson-subsampled Gaussian: ε by RDP (sound) and by the GDP CLT (approximate).
@@ -107,14 +107,13 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
     import numpy as np
 
     from dpcalc.cli import _common as c
-    from dpcalc.cli.options import GridType
     from dpcalc.core import gdp
     from dpcalc.core import rdp as r
     from dpcalc.core import sgd
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
     if orders is not None:
-        a = np.asarray(GridType(Range(1)).convert(orders, None, None))
+        a = np.asarray(orders)
         m = c.mesh(sigma=sigma, rate=rate)
         rows = []
         for i in range(m["sigma"].size):

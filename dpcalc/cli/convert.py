@@ -335,8 +335,8 @@ def zcdp(rho, delta, fmt, as_json):
 
 
 @convert.command(context_settings=CONTEXT)
-@click.option("--orders", required=True, help="RDP orders α > 1, comma-separated (e.g. 2,4,8,16,32).")
-@click.option("--values", "values", required=True, help="RDP values r(α) >= 0 at those orders, comma-separated.")
+@grid_option("--orders", allowed=Range(1), required=True, help="RDP orders α > 1 (e.g. 2,4,8,16,32).")
+@grid_option("--values", "values", allowed=NONNEGATIVE, required=True, help="RDP values r(α) >= 0 at those orders.")
 @grid_option("--delta", allowed=PROBABILITY, help="δ at which to report ε.")
 @grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
 @output_options
@@ -353,12 +353,10 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
     import numpy as np
 
     from dpcalc.cli import _common as c
-    from dpcalc.cli.options import GridType
     from dpcalc.core import rdp as r
     from dpcalc.model import RDPCurve
 
-    a = np.asarray(GridType(Range(1)).convert(orders, None, None))
-    v = np.asarray(GridType(Range(0, low_open=False)).convert(values, None, None))
+    a, v = np.asarray(orders), np.asarray(values)
     if a.size != v.size:
         raise click.UsageError(f"--orders has {a.size} values but --values has {v.size}; give one value per order.")
     exclusive(delta=delta, epsilon=epsilon)

@@ -10,17 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .errors import ValidationError
+
 __all__ = ["checked", "finish", "ValidationError"]
-
-
-class ValidationError(ValueError):
-    """A parameter is outside the range a formula is defined on."""
-
-    def __init__(self, name: str, value: object, allowed: str):
-        self.name = name
-        self.value = value
-        self.allowed = allowed
-        super().__init__(f"{name} must be {allowed}; got {value!r}")
 
 
 def _first_bad(arr: np.ndarray, bad: np.ndarray) -> float:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from ._arrays import ValidationError, all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish
+from .errors import ValidationError
 from .solve import bisect_predicate
 
 __all__ = ["basic", "basic_list", "advanced", "optimal_homogeneous", "KOV_MAX_TIMES"]

@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import gdp
-from ._arrays import ValidationError, all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish
+from .errors import ValidationError
 
 __all__ = [
     "sigma_analytic",

@@ -98,7 +98,7 @@ def delta(mu, epsilon):
     Examples
     --------
     >>> round(delta(1.0, 1.0), 6)
-    0.126936
+    0.126937
     """
     scalar = all_scalar(mu, epsilon)
     m = checked("mu", mu, low=0, low_open=False)

@@ -22,7 +22,8 @@ import numpy as np
 
 from . import gdp
 from . import rdp as _rdp
-from ._arrays import ValidationError, all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish
+from .errors import ValidationError
 from .solve import bisect_predicate, expand_until
 
 __all__ = [

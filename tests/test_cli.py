@@ -1,0 +1,252 @@
+"""Every subcommand through Click's CliRunner: JSON contract, tables, errors."""
+
+import json
+import math
+import subprocess
+import sys
+from importlib import resources
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from dpcalc import __version__
+from dpcalc.cli import COMMANDS, cli
+
+SCHEMA = json.loads(resources.files("dpcalc").joinpath("schema/result-v1.schema.json").read_text())
+
+OK_CASES = [
+    "calibrate gaussian --epsilon 0.5,1,2 --delta 1e-6",
+    "calibrate gaussian --epsilon 0.5 --delta 1e-5 --method classical",
+    "calibrate gaussian --mu 1.2",
+    "calibrate gaussian --rho 0.5 --sensitivity 2",
+    "calibrate laplace --epsilon 0.1,1 --sensitivity 2",
+    "convert gaussian --sigma 3.73 --delta 1e-5",
+    "convert gaussian --sigma 2 --epsilon 0:3:4",
+    "convert gaussian --sigma 2 --to tradeoff",
+    "convert gaussian --sigma 2 --to attack",
+    "convert gdp --mu 1.2 --to dp --delta 1e-5",
+    "convert gdp --mu 1",
+    "convert gdp --mu 1 --epsilon 1,2",
+    "convert gdp --mu 0.5,2 --to attack --fpr 0.01",
+    "convert dp --epsilon 1 --delta 1e-5 --to gdp",
+    "convert dp --epsilon 0.5 --to zcdp",
+    "convert dp --epsilon 1 --delta 1e-5 --to tradeoff --alpha 0,0.5,1",
+    "convert dp --epsilon 1 --delta 1e-5 --to attack",
+    "convert zcdp --rho 0.5 --delta 1e-5",
+    "convert rdp --orders 2,4,8,16,32 --values 0.1,0.2,0.4,0.8,1.6 --delta 1e-5",
+    "convert rdp --orders 2,4,8 --values 0.1,0.2,0.4 --epsilon 1,2",
+    "compose dp --epsilon 0.1 --delta 1e-7 --times 100",
+    "compose dp --epsilon 0.1,0.2 --delta 1e-7 --times 10,100 --delta-prime 1e-6",
+    "compose dp --release 0.5,1e-6,10 --release 1,0,2",
+    "compose gaussian --sigma 2 --times 1000 --delta 1e-5",
+    "compose gaussian --release 2,1,100 --release 5,2,30 --delta 1e-6",
+    "compose gdp --mu 0.1 --times 100 --delta 1e-5",
+    "compose gdp --release 0.1,100 --release 0.5 --delta 1e-5",
+    "compose zcdp --rho 0.01 --times 50 --delta 1e-6",
+    "compose zcdp --release 0.01,50 --delta 1e-6",
+    "compose mixed --gaussian 5,1,10 --subsampled-gaussian 0.01,1.1,1000 --laplace 2,1,3 --delta 1e-5",
+    "compose mixed --gaussian 5,1,10 --delta 1e-5",
+    "compose mixed --laplace 2,1,3 --delta 1e-5",
+    "amplify dp --epsilon 1 --delta 1e-6 --rate 0.01",
+    "amplify dp --epsilon 1 --rate 0.01 --scheme poisson",
+    "amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,100 --delta 1e-5",
+    "amplify gaussian --sigma 1 --rate 0.01 --orders 2,4,8.5",
+    "group dp --epsilon 0.5 --delta 1e-7 --size 4",
+    "group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10",
+    "group pure --epsilon 0.5 --size 4",
+    "group gdp --mu 0.5 --size 2",
+    "group zcdp --rho 0.1 --size 3",
+    "group gaussian --sigma 4 --size 1,2,4",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --delta 1e-5",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1.1 --per-epoch",
+    "plan-sgd --rate 0.01 --steps 10000 --sigma 4 --delta 1e-5 --accountant rdp",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3",
+    "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --target-epsilon 3",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3 --accountant all",
+]
+
+
+def run(args, **kw):
+    return CliRunner().invoke(cli, args.split() if isinstance(args, str) else args, **kw)
+
+
+def _finite(doc):
+    for row in doc["rows"]:
+        for v in row.values():
+            if isinstance(v, float):
+                assert math.isfinite(v)
+
+
+@pytest.mark.parametrize("args", OK_CASES)
+def test_json_output_follows_the_schema(args):
+    r = run(args + " --json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["command"] == " ".join(args.split()[:2]) if not args.startswith("plan-sgd") else "plan-sgd"
+    assert doc["rows"], "a result with no rows"
+    _finite(doc)
+    # stdout is pure JSON; warnings are inside the document, not on stderr.
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize("args", OK_CASES[::4])
+def test_table_and_csv_render(args):
+    table = run(args)
+    assert table.exit_code == 0, table.stderr
+    assert "method" in table.stdout and "bound" in table.stdout
+    assert "nan" not in table.stdout.lower()
+    csv_out = run(args + " --format csv")
+    assert csv_out.exit_code == 0
+    lines = csv_out.stdout.strip().splitlines()
+    header = lines[0].split(",")
+    assert "method" in header and "bound" in header
+    assert all(len(line.split(",")) == len(header) for line in lines[1:] if '"' not in line)
+
+
+def test_calibrate_values_and_recheck():
+    doc = json.loads(run("calibrate gaussian --epsilon 1,0.5 --delta 1e-5 --json").stdout)
+    sig = [r["sigma"] for r in doc["rows"]]
+    assert sig[0] == pytest.approx(3.7306, abs=1e-4)
+    assert sig[1] == pytest.approx(7.0318, abs=1e-4)
+    for r in doc["rows"]:
+        assert r["delta_check"] <= r["delta"]
+        assert r["method"] == "analytic-gaussian" and r["bound"] == "exact"
+    assert doc["objects"][0] == {"type": "gaussian", "sigma": sig[0], "sensitivity": 1.0}
+
+
+def test_classical_shows_both_and_warns():
+    r = run("calibrate gaussian --epsilon 0.5 --delta 1e-5 --method classical --json")
+    doc = json.loads(r.stdout)
+    methods = [row["method"] for row in doc["rows"]]
+    assert methods == ["classical", "analytic-gaussian"]
+    assert doc["rows"][0]["sigma"] > doc["rows"][1]["sigma"]
+    assert any("classical" in w for w in doc["warnings"])
+
+
+def test_warnings_go_to_stderr_in_table_mode():
+    r = run("plan-sgd --dataset-size 1000 --batch-size 10 --epochs 1 --noise-multiplier 1 --delta 0.01")
+    assert r.exit_code == 0
+    assert "warning: δ is at least 1/N" in r.stderr
+    assert "warning" not in r.stdout
+
+
+def test_compose_marks_tightest_sound_method():
+    doc = json.loads(run("compose gaussian --sigma 2 --times 1000 --delta 1e-5 --json").stdout)
+    tight = [r for r in doc["rows"] if r["tightest"]]
+    assert len(tight) == 1 and tight[0]["method"] == "gdp" and tight[0]["bound"] == "exact"
+
+
+def test_plan_sgd_default_delta_and_clt_labelled():
+    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --json").stdout)
+    assert {r["delta"] for r in doc["rows"]} == {1e-5}
+    by = {r["method"]: r for r in doc["rows"]}
+    assert by["gdp-clt"]["bound"] == "approximate"
+    assert by["rdp"]["bound"] == "upper"
+    assert by["rdp"]["epsilon"] == pytest.approx(2.60, abs=0.01)
+    assert any("largest power of ten" in n for n in doc["notes"])
+
+
+def test_plan_sgd_inverse_rechecked():
+    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 1,3 --json").stdout)
+    for r in doc["rows"]:
+        assert r["found"] and r["epsilon"] <= r["target_epsilon"]
+        assert r["method"] == "rdp"  # approximate engines are not the default answer
+
+
+def test_per_epoch_curve_is_increasing():
+    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 5 --sigma 1.1 --per-epoch "
+                         "--accountant rdp --json").stdout)
+    eps = [r["epsilon"] for r in doc["rows"]]
+    assert [r["epochs"] for r in doc["rows"]] == [1, 2, 3, 4, 5]
+    assert eps == sorted(eps) and len(set(eps)) == 5
+
+
+ERROR_CASES = [
+    ("calibrate gaussian --epsilon 1 --delta 1.5", "--delta"),
+    ("calibrate gaussian --epsilon 1 --delta 0", "--delta"),
+    ("calibrate gaussian --epsilon -1 --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon nan --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon inf --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon abc --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 2 --delta 1e-5 --method classical", "--epsilon"),
+    ("calibrate gaussian --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 1 --mu 1", "cannot be used together"),
+    ("calibrate gaussian --epsilon 1:2:0 --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 1:1:5 --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 0:1:5:log --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 1, --delta 1e-5", "--epsilon"),
+    ("calibrate gaussian --epsilon 0.1:10:10000 --delta 1e-10:1e-2:10000", "at most"),
+    ("convert dp --epsilon 1 --delta 1e-5 --to zcdp", "--delta"),
+    ("convert rdp --orders 2,4 --values 0.1 --delta 1e-5", "--orders"),
+    ("convert rdp --orders 0.5 --values 0.1 --delta 1e-5", "order"),
+    ("compose dp --epsilon 1 --times 1.5", "--times"),
+    ("compose dp --epsilon 1 --times 0", "--times"),
+    ("compose gaussian --release 0,1 --delta 1e-5", "--release"),
+    ("compose gaussian --sigma 1", "--delta"),
+    ("compose mixed --delta 1e-5", "at least one"),
+    ("amplify dp --epsilon 1 --rate 0", "--rate"),
+    ("amplify dp --epsilon 1 --rate 1.5", "--rate"),
+    ("group dp --epsilon 1 --size 0", "--size"),
+    ("group dp --epsilon 1 --size 2.5", "--size"),
+    ("plan-sgd --dataset-size 100 --batch-size 256 --epochs 1 --sigma 1", "--batch-size"),
+    ("plan-sgd --dataset-size 100 --batch-size 10 --epochs 1", "--noise-multiplier"),
+    ("plan-sgd --rate 0.01 --steps 10 --sigma 1", "--delta"),
+    ("plan-sgd --dataset-size 100 --batch-size 10 --rate 0.1 --epochs 1 --sigma 1", "cannot be used together"),
+    ("plan-sgd --dataset-size 100 --target-epsilon 1", "exactly one"),
+    ("frobnicate", "No such command"),
+    ("calibrate gaussian --bogus 1", "No such option"),
+]
+
+
+@pytest.mark.parametrize("args, mentions", ERROR_CASES)
+def test_bad_input_is_one_line_and_exit_2(args, mentions):
+    r = run(args)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    err = r.stderr.strip()
+    assert err.startswith("Error:")
+    assert "\n" not in err
+    assert mentions in err
+    assert "Traceback" not in r.stdout + r.stderr
+    assert r.stdout == ""
+
+
+def test_every_command_has_help():
+    for name in COMMANDS:
+        r = run([name, "--help"])
+        assert r.exit_code == 0
+        group = cli.get_command(None, name)
+        subs = getattr(group, "commands", {})
+        for sub, cmd in subs.items():
+            assert cmd.help, f"{name} {sub} has no help text"
+            h = run([name, sub, "-h"])
+            assert h.exit_code == 0 and "Usage:" in h.stdout
+
+
+def test_version():
+    r = run("--version")
+    assert r.exit_code == 0 and __version__ in r.stdout
+
+
+def test_help_does_not_import_numpy():
+    code = (
+        "import sys\n"
+        "from dpcalc.cli import cli\n"
+        "rc = cli.main(['--help'], prog_name='dpcalc', standalone_mode=False)\n"
+        "for name in ('calibrate', 'plan-sgd'):\n"
+        "    cli.main([name, '--help'], prog_name='dpcalc', standalone_mode=False)\n"
+        "bad = [m for m in ('numpy', 'scipy', 'rich') if m in sys.modules]\n"
+        "print('IMPORTED', bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "IMPORTED []" in out
+
+
+def test_module_entry_point_and_determinism():
+    args = [sys.executable, "-m", "dpcalc", "plan-sgd", "--rate", "0.01", "--steps", "1000", "--sigma", "1.1",
+            "--delta", "1e-5", "--json"]
+    a = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    b = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    assert a == b and json.loads(a)["rows"]
