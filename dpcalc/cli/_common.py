@@ -50,3 +50,16 @@ def emit(result, fmt: str, as_json: bool) -> int:
 def f(x: Any) -> float:
     """A plain Python float (JSON-ready) from a numpy scalar."""
     return float(x)
+
+
+#: Smallest δ we print. Anything below underflows in double precision; such a
+#: δ is shown as this floor and its row marked as an upper bound.
+DELTA_FLOOR = 1e-300
+
+
+def delta_out(value: Any, bound: str) -> tuple[float, str]:
+    """A computed δ ready to print, never rounded down to 0 by underflow."""
+    v = float(value)
+    if v < DELTA_FLOOR:
+        return DELTA_FLOOR, "upper"
+    return v, bound

@@ -97,6 +97,8 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
       dpcalc compose dp --epsilon 0.1 --delta 1e-7 --times 100
       dpcalc compose dp --release 0.5,1e-6,10 --release 1,0,2
     """
+    import numpy as np
+
     from dpcalc.cli import _common as c
     from dpcalc.core import composition as comp
     from dpcalc.model import DP, Composed
@@ -124,8 +126,6 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
     kov_ok = (m["times"] <= comp.KOV_MAX_TIMES) & (ad < 1) & (m["epsilon"] > 0)
     kov = None
     if kov_ok.any():
-        import numpy as np
-
         kov = np.full(m["epsilon"].shape, np.nan)
         kov[kov_ok] = comp.optimal_homogeneous(
             m["epsilon"][kov_ok], m["delta"][kov_ok], m["times"][kov_ok], ad[kov_ok]
@@ -137,13 +137,18 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
         base = {"epsilon_each": c.f(m["epsilon"][i]), "delta_each": c.f(m["delta"][i]),
                 "times": int(m["times"][i]), "delta_prime": c.f(m["delta_prime"][i])}
         rows.append(dict(base, epsilon=c.f(be[i]), delta=c.f(bd[i]), method="basic", bound="upper"))
-        rows.append(dict(base, epsilon=c.f(ae[i]), delta=c.f(ad[i]), method="advanced", bound="upper"))
+        if np.isfinite(ae[i]):
+            rows.append(dict(base, epsilon=c.f(ae[i]), delta=c.f(ad[i]), method="advanced", bound="upper"))
+        else:
+            notes.append("advanced composition overflows for some inputs (kε(e^ε−1) is astronomically large); "
+                         "basic composition is shown.")
         if kov is not None and kov_ok[i]:
             rows.append(dict(base, epsilon=c.f(kov[i]), delta=c.f(ad[i]), method="optimal-kov", bound="upper"))
         if bd[i] >= 1 or ad[i] >= 1:
             warnings.append("a total δ is 1 or more: that guarantee says nothing; lower δ or k.")
     cols.insert(3, ("delta_prime", "δ′"))
     _mark_tightest(rows, ["epsilon_each", "delta_each", "times", "delta_prime", "delta"])
+    notes = list(dict.fromkeys(notes))
     return _emit(
         "compose dp",
         dict(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime),

@@ -91,7 +91,8 @@ def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
             d = m["delta"]
         for k in range(mu.size):
             row = dict(extra[int(m["i"][k])])
-            row.update(mu=c.f(mu[k]), epsilon=c.f(e[k]), delta=c.f(d[k]), method=method, bound="exact")
+            dk, bound = c.delta_out(d[k], "exact") if epsilon is not None else (c.f(d[k]), "exact")
+            row.update(mu=c.f(mu[k]), epsilon=c.f(e[k]), delta=dk, method=method, bound=bound)
             rows.append(row)
         cols = [("mu", "μ", "float", "up"), ("epsilon", "ε", "float", "up"), ("delta", "δ", "float", "up")]
     elif target == "tradeoff":
@@ -373,7 +374,8 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
         e = np.asarray(epsilon)
         dd = r.delta_from_curve(a, v, e)
         for k in range(e.size):
-            rows.append({"epsilon": c.f(e[k]), "delta": c.f(dd[k]), "method": "rdp", "bound": "upper"})
+            rows.append({"epsilon": c.f(e[k]), "delta": c.delta_out(dd[k], "upper")[0], "method": "rdp",
+                         "bound": "upper"})
         cols = [("epsilon", "ε"), ("delta", "δ", "float", "up")]
     return _finish(
         "convert rdp", dict(orders=list(a), values=list(v), delta=delta, epsilon=epsilon), cols, rows, fmt, as_json,

@@ -52,7 +52,9 @@ def advanced(epsilon, delta, times, delta_prime):
 
     k-fold (ε, δ) is (√(2k ln(1/δ′)) ε + k ε (e^ε − 1), kδ + δ′)-DP.
 
-    Returns ``(epsilon_total, delta_total)``.
+    Returns ``(epsilon_total, delta_total)``. Where kε(e^ε − 1) overflows
+    the bound is useless (basic composition is far tighter) and ε is inf;
+    callers drop such rows.
     """
     scalar = all_scalar(epsilon, delta, times, delta_prime)
     e = checked("epsilon", epsilon, low=0, low_open=False)

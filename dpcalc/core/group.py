@@ -18,6 +18,12 @@ from ._arrays import all_scalar, checked, finish
 __all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity"]
 
 
+def _log_expm1(x):
+    """log(e^x − 1) for x >= 0 without overflow (−inf at 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30))))
+
+
 def _k(size):
     return checked("size", size, low=1, low_open=False, integer=True)
 
@@ -37,9 +43,7 @@ def dp_tight(epsilon, delta, size):
     k = _k(size)
     with np.errstate(all="ignore"):
         # log((e^{kε} − 1)/(e^ε − 1)), stable for large kε.
-        big = k * e
-        log_num = np.where(big > 30, big + np.log1p(-np.exp(-big)), np.log(np.expm1(big)))
-        log_ratio = log_num - np.log(np.expm1(e))
+        log_ratio = _log_expm1(k * e) - _log_expm1(e)
         log_ratio = np.where(e > 0, log_ratio, np.log(k))
         dk = np.exp(np.minimum(np.log(d) + log_ratio, 0.0))
     dk = np.where(d == 0, 0.0, dk)

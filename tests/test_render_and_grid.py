@@ -1,0 +1,48 @@
+import math
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcalc.cli.options import parse_grid
+from dpcalc.render import format_number
+
+
+@given(st.floats(1e-300, 1e300))
+def test_up_rounding_never_shows_less(x):
+    shown = Decimal(format_number(x, "up"))
+    assert shown >= Decimal(float(f"{x:.12g}")) or shown >= Decimal(x) * Decimal("0.999999999999")
+
+
+@given(st.floats(1e-300, 1e300))
+def test_down_rounding_never_shows_more(x):
+    shown = Decimal(format_number(x, "down"))
+    assert shown <= Decimal(x) * Decimal("1.000000000001")
+
+
+def test_examples():
+    assert format_number(3.730631634816, "up") == "3.73064"
+    assert format_number(3.730631634816, "down") == "3.73063"
+    assert format_number(1e-5, "up") == "1e-05"
+    assert format_number(0.1 * 9, "up") == "0.9"
+    assert format_number(123456789.0) == "1.23457e+08"
+
+
+def test_grid_syntax():
+    assert parse_grid("0.5,1,2") == (0.5, 1.0, 2.0)
+    assert parse_grid("1:10:10") == tuple(float(i) for i in range(1, 11))
+    assert parse_grid("1e-10:1e-4:7:log") == (1e-10, 1e-9, 1e-8, 1e-7, 1e-6, 1e-5, 1e-4)
+    assert parse_grid("0.1, 1:2:3") == (0.1, 1.0, 1.5, 2.0)
+    assert parse_grid("5:1:3") == (5.0, 3.0, 1.0)
+
+
+@pytest.mark.parametrize("bad", ["", "1,", "a", "1:2", "1:2:x", "1:2:0", "1:1:3", "0:1:3:log", "1:2:3:lin", "nan",
+                                 "inf", "1:2:100000"])
+def test_grid_errors(bad):
+    with pytest.raises(ValueError):
+        parse_grid(bad)
+
+
+def test_grid_values_are_finite():
+    assert all(math.isfinite(v) for v in parse_grid("1e-300:1e300:50:log"))
