@@ -15,7 +15,7 @@ import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from typing import Any, TextIO
 
-from dpcalc.model import Column, Result
+from dpcalc.model import Column, Result, UnrepresentableResult
 
 FORMATS = ("table", "json", "csv")
 SIGNIFICANT = 6
@@ -77,7 +77,11 @@ def _check_finite(result: Result) -> None:
     for row in result.rows:
         for key, value in row.items():
             if isinstance(value, float) and not math.isfinite(value):
-                raise RuntimeError(f"non-finite value in column {key!r}: {value}")
+                label = next((c.label for c in result.columns if c.key == key), key)
+                raise UnrepresentableResult(
+                    f"the result {label} is too large to represent (over 1e308) for these inputs; "
+                    "use smaller values (for example a smaller μ, ρ, k or a larger σ)."
+                )
 
 
 def warn(message: str, stream: TextIO | None = None) -> None:

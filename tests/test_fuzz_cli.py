@@ -54,6 +54,7 @@ def test_no_traceback_no_nan(args, as_json):
     assert r.exit_code in (0, 1, 2), (args, out, r.exception)
     assert "Traceback" not in out
     assert "internal error" not in out, (args, out)
+    assert "Warning" not in out, (args, out)
     if r.exit_code == 0:
         assert not re.search(r"\b(nan|inf|-inf|Infinity|NaN)\b", r.stdout), (args, r.stdout)
     else:

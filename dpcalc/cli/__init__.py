@@ -8,6 +8,7 @@ cause become one ``Error:`` line on stderr and exit code 2.
 from __future__ import annotations
 
 import sys
+import warnings
 
 import click
 
@@ -47,14 +48,23 @@ class DpcalcGroup(click.Group):
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         from dpcalc.core.errors import ValidationError
+        from dpcalc.model import UnrepresentableResult
 
         try:
-            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            with warnings.catch_warnings():
+                # Overflow inside numpy is handled where it matters (a result
+                # that is not finite is refused at render time); the warning
+                # itself is noise for a user.
+                warnings.simplefilter("ignore", RuntimeWarning)
+                rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
             code = int(ExitCode.USAGE)
         except click.ClickException as exc:
             click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
+            code = int(ExitCode.USAGE)
+        except UnrepresentableResult as exc:
+            click.echo(f"Error: {_one_line(str(exc))}", err=True)
             code = int(ExitCode.USAGE)
         except ValidationError as exc:
             # Raised by the core for a value outside a formula's domain.

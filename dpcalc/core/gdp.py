@@ -112,7 +112,8 @@ def _eps_upper(mu: np.ndarray, log_d: np.ndarray) -> np.ndarray:
     δ(ε) <= P[L > ε] = Φ̄((ε − μ²/2)/μ) and Φ̄(x) <= e^{−x²/2}/2 for x >= 0,
     so ε = μ²/2 + μ√(−2 log δ) works.
     """
-    return mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)
+    with np.errstate(over="ignore"):
+        return mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)
 
 
 def _epsilon(mu: np.ndarray, log_d: np.ndarray, rtol: float) -> np.ndarray:
