@@ -16,6 +16,7 @@ SCHEMA_VERSION = 1
 class UnrepresentableResult(ValueError):
     """A computed value does not fit in a double: the inputs are beyond what dpcalc can answer."""
 
+
 #: How a number relates to the truth.
 BOUNDS = ("exact", "upper", "approximate")
 

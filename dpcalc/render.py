@@ -136,4 +136,3 @@ def _table(result: Result, out: TextIO) -> None:
     console.print(table)
     for note in result.notes:
         console.print(f"  {note}", markup=False)
-

@@ -150,15 +150,20 @@ def test_plan_sgd_default_delta_and_clt_labelled():
 
 
 def test_plan_sgd_inverse_rechecked():
-    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 1,3 --json").stdout)
+    doc = json.loads(
+        run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 1,3 --json").stdout
+    )
     for r in doc["rows"]:
         assert r["found"] and r["epsilon"] <= r["target_epsilon"]
         assert r["method"] == "rdp"  # approximate engines are not the default answer
 
 
 def test_per_epoch_curve_is_increasing():
-    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 5 --sigma 1.1 --per-epoch "
-                         "--accountant rdp --json").stdout)
+    doc = json.loads(
+        run(
+            "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 5 --sigma 1.1 --per-epoch --accountant rdp --json"
+        ).stdout
+    )
     eps = [r["epsilon"] for r in doc["rows"]]
     assert [r["epochs"] for r in doc["rows"]] == [1, 2, 3, 4, 5]
     assert eps == sorted(eps) and len(set(eps)) == 5
@@ -245,8 +250,21 @@ def test_help_does_not_import_numpy():
 
 
 def test_module_entry_point_and_determinism():
-    args = [sys.executable, "-m", "dpcalc", "plan-sgd", "--rate", "0.01", "--steps", "1000", "--sigma", "1.1",
-            "--delta", "1e-5", "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "dpcalc",
+        "plan-sgd",
+        "--rate",
+        "0.01",
+        "--steps",
+        "1000",
+        "--sigma",
+        "1.1",
+        "--delta",
+        "1e-5",
+        "--json",
+    ]
     a = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     b = subprocess.run(args, capture_output=True, text=True, check=True).stdout
     assert a == b and json.loads(a)["rows"]

@@ -27,7 +27,8 @@ def test_optimal_vs_dp_accounting_kov(e0, d0, k, dt):
 
 def _kov_discrete(e0, d0, k, i):
     """KOV Thm 3.3 at ε = (k−2i)ε₀: δ = 1 − (1−δ₀)^k (1−δ_i)."""
-    di = sum(comb(k, l) * (np.exp((k - l) * e0) - np.exp((k - 2 * i + l) * e0)) for l in range(i)) / (1 + np.exp(e0)) ** k
+    terms = (comb(k, j) * (np.exp((k - j) * e0) - np.exp((k - 2 * i + j) * e0)) for j in range(i))
+    di = sum(terms) / (1 + np.exp(e0)) ** k
     return (k - 2 * i) * e0, 1 - (1 - d0) ** k * (1 - di), di
 
 

@@ -37,8 +37,9 @@ def test_grid_syntax():
     assert parse_grid("5:1:3") == (5.0, 3.0, 1.0)
 
 
-@pytest.mark.parametrize("bad", ["", "1,", "a", "1:2", "1:2:x", "1:2:0", "1:1:3", "0:1:3:log", "1:2:3:lin", "nan",
-                                 "inf", "1:2:100000"])
+@pytest.mark.parametrize(
+    "bad", ["", "1,", "a", "1:2", "1:2:x", "1:2:0", "1:1:3", "0:1:3:log", "1:2:3:lin", "nan", "inf", "1:2:100000"]
+)
 def test_grid_errors(bad):
     with pytest.raises(ValueError):
         parse_grid(bad)

@@ -13,9 +13,8 @@ import warnings
 import click
 
 from dpcalc import __version__
+from dpcalc.cli.options import CONTEXT
 from dpcalc.exitcodes import ExitCode
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True, "max_content_width": 100}
 
 #: name → (module, attribute); imported on first use.
 COMMANDS = {

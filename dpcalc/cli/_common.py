@@ -40,6 +40,35 @@ def echo_inputs(**values: Any) -> dict[str, Any]:
     return out
 
 
+def emit_rows(
+    command, inputs, cols, rows, fmt, as_json, *, objects=(), warnings=(), notes=(), tail=("method", "bound")
+):
+    """Build a Result from column specs and rows, then render it.
+
+    ``cols`` are :class:`~dpcalc.model.Column` argument tuples; the columns
+    named in ``tail`` (``tightest``, ``method``, ``bound``) are appended.
+    Repeated warnings and notes are shown once.
+    """
+    from dpcalc.model import Column, Result
+
+    labels = {
+        "tightest": ("tightest", "tightest", "bool"),
+        "method": ("method", "method", "text"),
+        "bound": ("bound", "bound", "text"),
+    }
+    columns = tuple(Column(*s) for s in cols) + tuple(Column(*labels[t]) for t in tail)
+    result = Result(
+        command=command,
+        inputs=echo_inputs(**inputs),
+        columns=columns,
+        rows=tuple(rows),
+        objects=tuple(objects),
+        warnings=tuple(dict.fromkeys(warnings)),
+        notes=tuple(dict.fromkeys(notes)),
+    )
+    return emit(result, fmt, as_json)
+
+
 def emit(result, fmt: str, as_json: bool) -> int:
     from dpcalc.render import render
 

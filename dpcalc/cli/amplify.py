@@ -4,34 +4,21 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli import _common as c
 from dpcalc.cli.options import (
+    CONTEXT,
     COUNT,
     NONNEGATIVE,
     POSITIVE,
+    PROB_OR_ZERO,
     PROBABILITY,
     RATE,
     Range,
     grid_option,
     output_options,
-    require,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
-PROB_OR_ZERO = Range(0, 1, low_open=False)
 _rate = grid_option("--rate", allowed=RATE, required=True, help="Sampling rate q in (0, 1] (or m/n).")
-
-
-def _emit(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
-    from dpcalc.cli import _common as c
-    from dpcalc.model import Column, Result
-
-    cols = tuple(Column(*s) for s in cols) + (
-        Column("method", "method", "text"),
-        Column("bound", "bound", "text"),
-    )
-    result = Result(command=command, inputs=c.echo_inputs(**inputs), columns=cols, rows=tuple(rows),
-                    objects=tuple(objects), warnings=tuple(warnings), notes=tuple(notes))
-    return c.emit(result, fmt, as_json)
 
 
 @click.group(context_settings=CONTEXT)
@@ -61,26 +48,51 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
     Example:
       dpcalc amplify dp --epsilon 1 --delta 1e-6 --rate 0.01
     """
-    from dpcalc.cli import _common as c
     from dpcalc.core import amplification as amp
     from dpcalc.model import DP, Subsampled
 
     m = c.mesh(epsilon=epsilon, delta=delta, rate=rate)
     e, d = amp.subsample(m["epsilon"], m["delta"], m["rate"])
-    schemes = {"poisson": [("poisson", "add-remove")], "without-replacement": [("without-replacement", "substitution")],
-               "both": [("poisson", "add-remove"), ("without-replacement", "substitution")]}[scheme]
+    schemes = {
+        "poisson": [("poisson", "add-remove")],
+        "without-replacement": [("without-replacement", "substitution")],
+        "both": [("poisson", "add-remove"), ("without-replacement", "substitution")],
+    }[scheme]
     rows, objects = [], []
     for i in range(e.size):
         for s, nb in schemes:
-            rows.append({"epsilon_in": c.f(m["epsilon"][i]), "delta_in": c.f(m["delta"][i]), "rate": c.f(m["rate"][i]),
-                         "scheme": s, "neighbours": nb, "epsilon": c.f(e[i]), "delta": c.f(d[i]),
-                         "method": "subsampling-bbg", "bound": "upper"})
+            rows.append(
+                {
+                    "epsilon_in": c.f(m["epsilon"][i]),
+                    "delta_in": c.f(m["delta"][i]),
+                    "rate": c.f(m["rate"][i]),
+                    "scheme": s,
+                    "neighbours": nb,
+                    "epsilon": c.f(e[i]),
+                    "delta": c.f(d[i]),
+                    "method": "subsampling-bbg",
+                    "bound": "upper",
+                }
+            )
             objects.append(Subsampled(DP(c.f(m["epsilon"][i]), c.f(m["delta"][i])), c.f(m["rate"][i]), s, nb))
-    cols = [("epsilon_in", "ε"), ("delta_in", "δ"), ("rate", "q"), ("scheme", "scheme", "text"),
-            ("neighbours", "neighbours", "text"), ("epsilon", "ε amplified", "float", "up"),
-            ("delta", "δ amplified", "float", "up")]
-    return _emit("amplify dp", dict(epsilon=epsilon, delta=delta, rate=rate, scheme=scheme), cols, rows, fmt, as_json,
-                 objects=objects)
+    cols = [
+        ("epsilon_in", "ε"),
+        ("delta_in", "δ"),
+        ("rate", "q"),
+        ("scheme", "scheme", "text"),
+        ("neighbours", "neighbours", "text"),
+        ("epsilon", "ε amplified", "float", "up"),
+        ("delta", "δ amplified", "float", "up"),
+    ]
+    return c.emit_rows(
+        "amplify dp",
+        dict(epsilon=epsilon, delta=delta, rate=rate, scheme=scheme),
+        cols,
+        rows,
+        fmt,
+        as_json,
+        objects=objects,
+    )
 
 
 @amplify.command(context_settings=CONTEXT)
@@ -106,10 +118,8 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
-    from dpcalc.core import gdp
+    from dpcalc.core import gdp, sgd
     from dpcalc.core import rdp as r
-    from dpcalc.core import sgd
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
     if orders is not None:
@@ -118,32 +128,74 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         rows = []
         for i in range(m["sigma"].size):
             vals = r.subsampled_gaussian(a, m["rate"][i], m["sigma"][i])
-            rows += [{"sigma": c.f(m["sigma"][i]), "rate": c.f(m["rate"][i]), "order": c.f(a[k]),
-                      "rdp": c.f(vals[k]), "method": "rdp-mtz", "bound": "exact" if a[k] == round(a[k]) else "upper"}
-                     for k in range(a.size)]
-        objects = [RDPCurve(tuple(map(float, a)), tuple(float(x["rdp"]) for x in rows if x["sigma"] == c.f(m["sigma"][i])
-                                                               and x["rate"] == c.f(m["rate"][i])))
-                   for i in range(m["sigma"].size)]
+            rows += [
+                {
+                    "sigma": c.f(m["sigma"][i]),
+                    "rate": c.f(m["rate"][i]),
+                    "order": c.f(a[k]),
+                    "rdp": c.f(vals[k]),
+                    "method": "rdp-mtz",
+                    "bound": "exact" if a[k] == round(a[k]) else "upper",
+                }
+                for k in range(a.size)
+            ]
+        objects = [
+            RDPCurve(
+                tuple(map(float, a)),
+                tuple(
+                    float(x["rdp"]) for x in rows if x["sigma"] == c.f(m["sigma"][i]) and x["rate"] == c.f(m["rate"][i])
+                ),
+            )
+            for i in range(m["sigma"].size)
+        ]
         cols = [("sigma", "σ"), ("rate", "q"), ("order", "α"), ("rdp", "RDP per step", "float", "up")]
-        return _emit("amplify gaussian", dict(sigma=sigma, rate=rate, orders=list(a)), cols, rows, fmt, as_json,
-                     objects=objects, notes=["Per-step RDP, add/remove neighbours, sensitivity 1."])
+        return c.emit_rows(
+            "amplify gaussian",
+            dict(sigma=sigma, rate=rate, orders=list(a)),
+            cols,
+            rows,
+            fmt,
+            as_json,
+            objects=objects,
+            notes=["Per-step RDP, add/remove neighbours, sensitivity 1."],
+        )
     m = c.mesh(sigma=sigma, rate=rate, steps=steps, delta=delta)
     e_rdp = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "rdp")
     mu = gdp.clt_mu(m["rate"], m["sigma"], m["steps"])
     e_clt = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "gdp-clt")
     rows, objects = [], []
     for i in range(e_rdp.size):
-        base = {"sigma": c.f(m["sigma"][i]), "rate": c.f(m["rate"][i]), "steps": int(m["steps"][i]),
-                "delta": c.f(m["delta"][i])}
+        base = {
+            "sigma": c.f(m["sigma"][i]),
+            "rate": c.f(m["rate"][i]),
+            "steps": int(m["steps"][i]),
+            "delta": c.f(m["delta"][i]),
+        }
         rows.append(dict(base, epsilon=c.f(e_rdp[i]), mu=None, method="rdp", bound="upper"))
         rows.append(dict(base, epsilon=c.f(e_clt[i]), mu=c.f(mu[i]), method="gdp-clt", bound="approximate"))
         objects.append(Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(m["rate"][i]), "poisson", "add-remove"))
     warnings = []
     if (e_clt < e_rdp).any():
-        warnings.append("the GDP-CLT ε is an asymptotic approximation and can be below the true ε; use the rdp row "
-                        "as the guarantee.")
-    cols = [("sigma", "σ"), ("rate", "q"), ("steps", "T", "int"), ("delta", "δ"), ("mu", "μ (CLT)", "float", "up"),
-            ("epsilon", "ε", "float", "up")]
-    return _emit("amplify gaussian", dict(sigma=sigma, rate=rate, steps=steps, delta=delta), cols, rows, fmt, as_json,
-                 objects=objects, warnings=warnings,
-                 notes=["Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier)."])
+        warnings.append(
+            "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; use the rdp row "
+            "as the guarantee."
+        )
+    cols = [
+        ("sigma", "σ"),
+        ("rate", "q"),
+        ("steps", "T", "int"),
+        ("delta", "δ"),
+        ("mu", "μ (CLT)", "float", "up"),
+        ("epsilon", "ε", "float", "up"),
+    ]
+    return c.emit_rows(
+        "amplify gaussian",
+        dict(sigma=sigma, rate=rate, steps=steps, delta=delta),
+        cols,
+        rows,
+        fmt,
+        as_json,
+        objects=objects,
+        warnings=warnings,
+        notes=["Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier)."],
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.options import (
+    CONTEXT,
     POSITIVE,
     PROBABILITY,
     exclusive,
@@ -13,8 +14,6 @@ from dpcalc.cli.options import (
     require,
     sensitivity_option,
 )
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
 
 
 @click.group(context_settings=CONTEXT)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli import _common as c
 from dpcalc.cli.options import (
+    CONTEXT,
     COUNT,
     NONNEGATIVE,
     POSITIVE,
+    PROB_OR_ZERO,
     PROBABILITY,
     RATE,
-    Range,
     RecordType,
     exclusive,
     grid_option,
@@ -18,9 +20,6 @@ from dpcalc.cli.options import (
     require,
     sensitivity_option,
 )
-
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
-PROB_OR_ZERO = Range(0, 1, low_open=False)
 
 _times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
 _target_delta = grid_option("--delta", allowed=PROBABILITY, help="δ at which to report the total ε.")
@@ -51,37 +50,20 @@ def _mark_tightest(rows, key_fields):
     return rows
 
 
-def _emit(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
-    from dpcalc.cli import _common as c
-    from dpcalc.model import Column, Result
-
-    cols = tuple(Column(*s) for s in cols) + (
-        Column("tightest", "tightest", "bool"),
-        Column("method", "method", "text"),
-        Column("bound", "bound", "text"),
-    )
-    result = Result(
-        command=command,
-        inputs=c.echo_inputs(**inputs),
-        columns=cols,
-        rows=tuple(rows),
-        objects=tuple(objects),
-        warnings=tuple(dict.fromkeys(warnings)),
-        notes=tuple(notes),
-    )
-    return c.emit(result, fmt, as_json)
-
-
 @compose.command(context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=NONNEGATIVE, help="ε of each mechanism.")
 @grid_option("--delta", allowed=PROB_OR_ZERO, default="0", help="δ of each mechanism, in [0, 1).")
 @_times
 @grid_option(
-    "--delta-prime", allowed=PROBABILITY, default="1e-6",
+    "--delta-prime",
+    allowed=PROBABILITY,
+    default="1e-6",
     help="Extra δ′ spent by advanced composition; the optimal one is reported at the same total δ = kδ + δ′.",
 )
-@_release([("epsilon", NONNEGATIVE, None), ("delta", PROB_OR_ZERO, 0.0), ("times", COUNT, 1.0)],
-          "A heterogeneous release EPSILON[,DELTA[,TIMES]]; repeat for each kind (basic composition).")
+@_release(
+    [("epsilon", NONNEGATIVE, None), ("delta", PROB_OR_ZERO, 0.0), ("times", COUNT, 1.0)],
+    "A heterogeneous release EPSILON[,DELTA[,TIMES]]; repeat for each kind (basic composition).",
+)
 @output_options
 def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
     """k-fold composition of (ε, δ)-DP mechanisms: basic, advanced, optimal.
@@ -99,24 +81,41 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import composition as comp
     from dpcalc.model import DP, Composed
 
-    cols = [("epsilon_each", "ε each"), ("delta_each", "δ each"), ("times", "k", "int"),
-            ("epsilon", "ε total", "float", "up"), ("delta", "δ total", "float", "up")]
+    cols = [
+        ("epsilon_each", "ε each"),
+        ("delta_each", "δ each"),
+        ("times", "k", "int"),
+        ("epsilon", "ε total", "float", "up"),
+        ("delta", "δ total", "float", "up"),
+    ]
     if releases:
         if epsilon is not None:
             raise click.UsageError("Options --release and --epsilon cannot be used together.")
-        e, d = comp.basic_list([r["epsilon"] for r in releases], [r["delta"] for r in releases],
-                               [r["times"] for r in releases])
+        e, d = comp.basic_list(
+            [r["epsilon"] for r in releases], [r["delta"] for r in releases], [r["times"] for r in releases]
+        )
         rows = [{"releases": len(releases), "epsilon": e, "delta": d, "method": "basic", "bound": "upper"}]
-        cols = [("releases", "releases", "int"), ("epsilon", "ε total", "float", "up"),
-                ("delta", "δ total", "float", "up")]
+        cols = [
+            ("releases", "releases", "int"),
+            ("epsilon", "ε total", "float", "up"),
+            ("delta", "δ total", "float", "up"),
+        ]
         obj = Composed(tuple((DP(r["epsilon"], r["delta"]), int(r["times"])) for r in releases))
         warnings = ["the total δ is 1 or more: the guarantee says nothing."] if d >= 1 else []
-        return _emit("compose dp", {"releases": [dict(r) for r in releases]}, cols, _mark_tightest(rows, []),
-                     fmt, as_json, objects=[obj, DP(e, d)], warnings=warnings)
+        return c.emit_rows(
+            "compose dp",
+            {"releases": [dict(r) for r in releases]},
+            cols,
+            _mark_tightest(rows, []),
+            fmt,
+            as_json,
+            tail=("tightest", "method", "bound"),
+            objects=[obj, DP(e, d)],
+            warnings=warnings,
+        )
 
     require("epsilon", epsilon, "or give --release EPSILON[,DELTA[,TIMES]]")
     m = c.mesh(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime)
@@ -127,39 +126,49 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
     kov = None
     if kov_ok.any():
         kov = np.full(m["epsilon"].shape, np.nan)
-        kov[kov_ok] = comp.optimal_homogeneous(
-            m["epsilon"][kov_ok], m["delta"][kov_ok], m["times"][kov_ok], ad[kov_ok]
-        )
+        kov[kov_ok] = comp.optimal_homogeneous(m["epsilon"][kov_ok], m["delta"][kov_ok], m["times"][kov_ok], ad[kov_ok])
     if (m["times"] > comp.KOV_MAX_TIMES).any():
-        notes.append(f"optimal composition is evaluated for k up to {comp.KOV_MAX_TIMES:,}; larger k shows basic "
-                     "and advanced only.")
+        notes.append(
+            f"optimal composition is evaluated for k up to {comp.KOV_MAX_TIMES:,}; larger k shows basic "
+            "and advanced only."
+        )
     for i in range(be.size):
-        base = {"epsilon_each": c.f(m["epsilon"][i]), "delta_each": c.f(m["delta"][i]),
-                "times": int(m["times"][i]), "delta_prime": c.f(m["delta_prime"][i])}
+        base = {
+            "epsilon_each": c.f(m["epsilon"][i]),
+            "delta_each": c.f(m["delta"][i]),
+            "times": int(m["times"][i]),
+            "delta_prime": c.f(m["delta_prime"][i]),
+        }
         rows.append(dict(base, epsilon=c.f(be[i]), delta=c.f(bd[i]), method="basic", bound="upper"))
         if np.isfinite(ae[i]):
             rows.append(dict(base, epsilon=c.f(ae[i]), delta=c.f(ad[i]), method="advanced", bound="upper"))
         else:
-            notes.append("advanced composition overflows for some inputs (kε(e^ε−1) is astronomically large); "
-                         "basic composition is shown.")
+            notes.append(
+                "advanced composition overflows for some inputs (kε(e^ε−1) is astronomically large); "
+                "basic composition is shown."
+            )
         if kov is not None and kov_ok[i]:
             rows.append(dict(base, epsilon=c.f(kov[i]), delta=c.f(ad[i]), method="optimal-kov", bound="upper"))
         if bd[i] >= 1 or ad[i] >= 1:
             warnings.append("a total δ is 1 or more: that guarantee says nothing; lower δ or k.")
     cols.insert(3, ("delta_prime", "δ′"))
     _mark_tightest(rows, ["epsilon_each", "delta_each", "times", "delta_prime", "delta"])
-    notes = list(dict.fromkeys(notes))
-    return _emit(
+    return c.emit_rows(
         "compose dp",
         dict(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime),
-        cols, rows, fmt, as_json, warnings=warnings, notes=notes,
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        warnings=warnings,
+        notes=notes,
         objects=[DP(r["epsilon"], r["delta"]) for r in rows if r["tightest"]],
     )
 
 
 def _gaussian_family_rows(m, mu_total, rho_total, delta, base_rows, exact_method):
     """ε at δ for a composed Gaussian: exact via μ, and the zCDP bounds beside it."""
-    from dpcalc.cli import _common as c
     from dpcalc.core import gdp, zcdp
 
     e_exact = gdp.epsilon(mu_total, delta)
@@ -179,8 +188,10 @@ def _gaussian_family_rows(m, mu_total, rho_total, delta, base_rows, exact_method
 @sensitivity_option
 @_times
 @_target_delta
-@_release([("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)],
-          "A heterogeneous release SIGMA[,SENSITIVITY[,TIMES]]; repeat for each kind.")
+@_release(
+    [("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)],
+    "A heterogeneous release SIGMA[,SENSITIVITY[,TIMES]]; repeat for each kind.",
+)
 @output_options
 def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     """Composition of Gaussian mechanisms — exact, through μ = √(Σ kᵢ Δᵢ²/σᵢ²).
@@ -196,7 +207,6 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.model import GDP, Composed, Gaussian
 
     require("delta", delta)
@@ -206,24 +216,39 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
         d = np.asarray(delta, float)
         mu_t = np.full(d.shape, np.sqrt(mu2))
         rows = _gaussian_family_rows(None, mu_t, mu_t**2 / 2, d, [{} for _ in d], "gdp")
-        cols = [("delta", "δ"), ("mu", "μ total", "float", "up"), ("rho", "ρ total", "float", "up"),
-                ("epsilon", "ε total", "float", "up")]
+        cols = [
+            ("delta", "δ"),
+            ("mu", "μ total", "float", "up"),
+            ("rho", "ρ total", "float", "up"),
+            ("epsilon", "ε total", "float", "up"),
+        ]
         obj = Composed(tuple((Gaussian(r["sigma"], r["sensitivity"]), int(r["times"])) for r in releases))
         inputs = {"releases": [dict(r) for r in releases], "delta": delta}
     else:
         require("sigma", sigma, "or give --release SIGMA[,SENSITIVITY[,TIMES]]")
         m = c.mesh(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
         mu_t = np.sqrt(m["times"]) * m["sensitivity"] / m["sigma"]
-        base = [{"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "times": int(m["times"][i])}
-                for i in range(mu_t.size)]
+        base = [
+            {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "times": int(m["times"][i])}
+            for i in range(mu_t.size)
+        ]
         rows = _gaussian_family_rows(m, mu_t, mu_t**2 / 2, m["delta"], base, "gdp")
-        cols = [("sigma", "σ"), ("sensitivity", "Δ"), ("times", "k", "int"), ("delta", "δ"),
-                ("mu", "μ total", "float", "up"), ("rho", "ρ total", "float", "up"), ("epsilon", "ε total", "float", "up")]
+        cols = [
+            ("sigma", "σ"),
+            ("sensitivity", "Δ"),
+            ("times", "k", "int"),
+            ("delta", "δ"),
+            ("mu", "μ total", "float", "up"),
+            ("rho", "ρ total", "float", "up"),
+            ("epsilon", "ε total", "float", "up"),
+        ]
         obj = None
         inputs = dict(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
     _mark_tightest(rows, ["sigma", "sensitivity", "times", "delta"])
     objects = ([obj] if obj else []) + [GDP(r["mu"]) for r in rows if r["method"] == "gdp"]
-    return _emit("compose gaussian", inputs, cols, rows, fmt, as_json, objects=objects)
+    return c.emit_rows(
+        "compose gaussian", inputs, cols, rows, fmt, as_json, tail=("tightest", "method", "bound"), objects=objects
+    )
 
 
 @compose.command(context_settings=CONTEXT)
@@ -241,7 +266,6 @@ def gdp(mu, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import gdp as g
     from dpcalc.model import GDP
 
@@ -269,10 +293,22 @@ def gdp(mu, times, delta, releases, fmt, as_json):
             row.update(delta=None, epsilon=None)
         rows.append(row)
     cols = ([] if releases else [("mu_each", "μ each"), ("times", "k", "int")]) + [
-        ("mu", "μ total", "float", "up"), ("delta", "δ"), ("epsilon", "ε total", "float", "up")]
+        ("mu", "μ total", "float", "up"),
+        ("delta", "δ"),
+        ("epsilon", "ε total", "float", "up"),
+    ]
     for r in rows:
         r["tightest"] = True
-    return _emit("compose gdp", inputs, cols, rows, fmt, as_json, objects=[GDP(r["mu"]) for r in rows])
+    return c.emit_rows(
+        "compose gdp",
+        inputs,
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=[GDP(r["mu"]) for r in rows],
+    )
 
 
 @compose.command(context_settings=CONTEXT)
@@ -290,7 +326,6 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import zcdp as z
     from dpcalc.model import ZCDP
 
@@ -317,20 +352,44 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
         rows.append(dict(b, epsilon=c.f(simple[i]), method="zcdp-simple", bound="upper"))
     _mark_tightest(rows, ["rho_each", "times", "delta"])
     cols = ([] if releases else [("rho_each", "ρ each"), ("times", "k", "int")]) + [
-        ("rho", "ρ total", "float", "up"), ("delta", "δ"), ("epsilon", "ε total", "float", "up")]
-    return _emit("compose zcdp", inputs, cols, rows, fmt, as_json, objects=[ZCDP(float(rho_t[0]))] if rho_t.size == 1 else [])
+        ("rho", "ρ total", "float", "up"),
+        ("delta", "δ"),
+        ("epsilon", "ε total", "float", "up"),
+    ]
+    return c.emit_rows(
+        "compose zcdp",
+        inputs,
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=[ZCDP(float(rho_t[0]))] if rho_t.size == 1 else [],
+    )
 
 
 @compose.command(context_settings=CONTEXT)
-@click.option("--gaussian", "gaussians", multiple=True,
-              type=RecordType([("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
-              help="A Gaussian mechanism SIGMA[,SENSITIVITY[,TIMES]]; repeatable.")
-@click.option("--subsampled-gaussian", "subsampled", multiple=True,
-              type=RecordType([("rate", RATE, None), ("sigma", POSITIVE, None), ("times", COUNT, 1.0)]),
-              help="A Poisson-subsampled Gaussian RATE,NOISE_MULTIPLIER[,TIMES] (sensitivity 1); repeatable.")
-@click.option("--laplace", "laplaces", multiple=True,
-              type=RecordType([("scale", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
-              help="A Laplace mechanism SCALE[,SENSITIVITY[,TIMES]]; repeatable.")
+@click.option(
+    "--gaussian",
+    "gaussians",
+    multiple=True,
+    type=RecordType([("sigma", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
+    help="A Gaussian mechanism SIGMA[,SENSITIVITY[,TIMES]]; repeatable.",
+)
+@click.option(
+    "--subsampled-gaussian",
+    "subsampled",
+    multiple=True,
+    type=RecordType([("rate", RATE, None), ("sigma", POSITIVE, None), ("times", COUNT, 1.0)]),
+    help="A Poisson-subsampled Gaussian RATE,NOISE_MULTIPLIER[,TIMES] (sensitivity 1); repeatable.",
+)
+@click.option(
+    "--laplace",
+    "laplaces",
+    multiple=True,
+    type=RecordType([("scale", POSITIVE, None), ("sensitivity", POSITIVE, 1.0), ("times", COUNT, 1.0)]),
+    help="A Laplace mechanism SCALE[,SENSITIVITY[,TIMES]]; repeatable.",
+)
 @_target_delta
 @output_options
 def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
@@ -347,7 +406,6 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import gdp as g
     from dpcalc.core import rdp as r
     from dpcalc.model import DP, Composed, Gaussian, Laplace, Subsampled
@@ -368,27 +426,48 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
         return total
 
     eps, order = r.optimal_epsilon(rdp_fn, d)
-    rows = [{"delta": c.f(d[i]), "epsilon": c.f(eps[i]), "order": c.f(order[i]), "method": "rdp", "bound": "upper"}
-            for i in range(d.size)]
+    rows = [
+        {"delta": c.f(d[i]), "epsilon": c.f(eps[i]), "order": c.f(order[i]), "method": "rdp", "bound": "upper"}
+        for i in range(d.size)
+    ]
     if gaussians and not (subsampled or laplaces):
         mu = float(np.sqrt(sum(p["times"] * (p["sensitivity"] / p["sigma"]) ** 2 for p in gaussians)))
         ex = g.epsilon(np.full(d.shape, mu), d)
-        rows += [{"delta": c.f(d[i]), "epsilon": c.f(ex[i]), "order": None, "method": "gdp", "bound": "exact"}
-                 for i in range(d.size)]
+        rows += [
+            {"delta": c.f(d[i]), "epsilon": c.f(ex[i]), "order": None, "method": "gdp", "bound": "exact"}
+            for i in range(d.size)
+        ]
     if laplaces and not (subsampled or gaussians):
         pure = float(sum(p["times"] * p["sensitivity"] / p["scale"] for p in laplaces))
-        rows += [{"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure",
-                  "bound": "upper"} for i in range(d.size)]
+        rows += [
+            {"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure", "bound": "upper"}
+            for i in range(d.size)
+        ]
     _mark_tightest(rows, ["delta"])
     parts = tuple(
         [(Gaussian(p["sigma"], p["sensitivity"]), int(p["times"])) for p in gaussians]
-        + [(Subsampled(Gaussian(p["sigma"], 1.0), p["rate"], "poisson", "add-remove"), int(p["times"]))
-           for p in subsampled]
+        + [
+            (Subsampled(Gaussian(p["sigma"], 1.0), p["rate"], "poisson", "add-remove"), int(p["times"]))
+            for p in subsampled
+        ]
         + [(Laplace(p["scale"], p["sensitivity"]), int(p["times"])) for p in laplaces]
     )
     cols = [("delta", "δ"), ("epsilon", "ε total", "float", "up"), ("order", "best α")]
-    inputs = {"gaussian": [dict(p) for p in gaussians], "subsampled_gaussian": [dict(p) for p in subsampled],
-              "laplace": [dict(p) for p in laplaces], "delta": delta}
+    inputs = {
+        "gaussian": [dict(p) for p in gaussians],
+        "subsampled_gaussian": [dict(p) for p in subsampled],
+        "laplace": [dict(p) for p in laplaces],
+        "delta": delta,
+    }
     objects = [Composed(parts)] + [DP(r_["epsilon"], r_["delta"]) for r_ in rows if r_["tightest"]]
-    return _emit("compose mixed", inputs, cols, rows, fmt, as_json, objects=objects,
-                 notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else ())
+    return c.emit_rows(
+        "compose mixed",
+        inputs,
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=objects,
+        notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else (),
+    )

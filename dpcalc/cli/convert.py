@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli import _common as c
 from dpcalc.cli.options import (
+    CONTEXT,
     NONNEGATIVE,
     POSITIVE,
+    PROB_OR_ZERO,
     PROBABILITY,
     UNIT_CLOSED,
     Range,
@@ -17,13 +20,9 @@ from dpcalc.cli.options import (
     sensitivity_option,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
-
 DEFAULT_DELTAS = "1e-10:1e-2:9:log"
 DEFAULT_ALPHAS = "0:1:21"
 DEFAULT_FPRS = "0.001,0.01,0.1"
-
-PROB_OR_ZERO = Range(0, 1, low_open=False)
 
 
 def _to_option(choices, default):
@@ -37,8 +36,12 @@ def _to_option(choices, default):
     )
 
 
-_alpha = grid_option("--alpha", allowed=UNIT_CLOSED, help=f"Type I errors for --to tradeoff [default: {DEFAULT_ALPHAS}].")
-_fpr = grid_option("--fpr", allowed=UNIT_CLOSED, help=f"False-positive rates for --to attack [default: {DEFAULT_FPRS}].")
+_alpha = grid_option(
+    "--alpha", allowed=UNIT_CLOSED, help=f"Type I errors for --to tradeoff [default: {DEFAULT_ALPHAS}]."
+)
+_fpr = grid_option(
+    "--fpr", allowed=UNIT_CLOSED, help=f"False-positive rates for --to attack [default: {DEFAULT_FPRS}]."
+)
 
 
 @click.group(context_settings=CONTEXT)
@@ -46,32 +49,8 @@ def convert():
     """Translate a guarantee: σ, μ-GDP, ρ-zCDP, RDP, (ε, δ), f-DP, attack success."""
 
 
-def _columns(*specs):
-    from dpcalc.model import Column
-
-    return tuple(Column(*s) if isinstance(s, tuple) else s for s in specs)
-
-
-def _finish(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
-    from dpcalc.cli import _common as c
-    from dpcalc.model import Column, Result
-
-    cols = _columns(*cols) + (Column("method", "method", "text"), Column("bound", "bound", "text"))
-    result = Result(
-        command=command,
-        inputs=c.echo_inputs(**inputs),
-        columns=cols,
-        rows=tuple(rows),
-        objects=tuple(objects),
-        warnings=tuple(warnings),
-        notes=tuple(notes),
-    )
-    return c.emit(result, fmt, as_json)
-
-
 def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
     """Rows for a μ-GDP guarantee (also used by Gaussian mechanisms)."""
-    from dpcalc.cli import _common as c
     from dpcalc.core import gdp
 
     rows = []
@@ -117,8 +96,12 @@ def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
         for k in range(mu.size):
             row = dict(extra[int(m["i"][k])])
             row.update(
-                mu=c.f(mu[k]), advantage=c.f(adv[k]), fpr=c.f(m["fpr"][k]), tpr=c.f(tpr[k]),
-                method="gdp-attack", bound="exact",
+                mu=c.f(mu[k]),
+                advantage=c.f(adv[k]),
+                fpr=c.f(m["fpr"][k]),
+                tpr=c.f(tpr[k]),
+                method="gdp-attack",
+                bound="exact",
             )
             rows.append(row)
         cols = [
@@ -153,7 +136,6 @@ def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_jso
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import gaussian as g
 
     m = c.mesh(sigma=sigma, sensitivity=sensitivity)
@@ -164,10 +146,13 @@ def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_jso
     ]
     rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "analytic-gaussian")
     cols = [("sigma", "σ"), ("sensitivity", "Δ"), ("rho", "ρ", "float", "up")] + cols
-    return _finish(
+    return c.emit_rows(
         "convert gaussian",
         dict(sigma=sigma, sensitivity=sensitivity, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr),
-        cols, rows, fmt, as_json,
+        cols,
+        rows,
+        fmt,
+        as_json,
     )
 
 
@@ -196,9 +181,13 @@ def gdp(mu, delta, epsilon, target, alpha, fpr, fmt, as_json):
     mus = np.asarray(mu, dtype=float)
     extra = [{} for _ in mu]
     rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "gdp")
-    return _finish(
-        "convert gdp", dict(mu=mu, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr),
-        cols, rows, fmt, as_json,
+    return c.emit_rows(
+        "convert gdp",
+        dict(mu=mu, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr),
+        cols,
+        rows,
+        fmt,
+        as_json,
     )
 
 
@@ -223,10 +212,8 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
       dpcalc convert dp --epsilon 0.5 --to zcdp
       dpcalc convert dp --epsilon 1 --delta 1e-5 --to attack --fpr 0.01,0.1
     """
-    from dpcalc.cli import _common as c
-    from dpcalc.core import fdp
+    from dpcalc.core import fdp, zcdp
     from dpcalc.core import gdp as gd
-    from dpcalc.core import zcdp
     from dpcalc.model import Gaussian
 
     rows, objects = [], []
@@ -244,15 +231,24 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
             sig = float(m["sensitivity"][k] / mu[k])
             rows.append(
                 {
-                    "epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "mu": c.f(mu[k]),
-                    "sensitivity": c.f(m["sensitivity"][k]), "sigma": sig,
-                    "method": "analytic-gaussian", "bound": "exact",
+                    "epsilon": c.f(m["epsilon"][k]),
+                    "delta": c.f(m["delta"][k]),
+                    "mu": c.f(mu[k]),
+                    "sensitivity": c.f(m["sensitivity"][k]),
+                    "sigma": sig,
+                    "method": "analytic-gaussian",
+                    "bound": "exact",
                 }
             )
             objects.append(Gaussian(sig, c.f(m["sensitivity"][k])))
         # μ is rounded down so that δ_μ(ε) <= δ holds for the printed value.
-        cols = [("epsilon", "ε"), ("delta", "δ"), ("mu", "μ", "float", "down"), ("sensitivity", "Δ"),
-                ("sigma", "σ", "float", "up")]
+        cols = [
+            ("epsilon", "ε"),
+            ("delta", "δ"),
+            ("mu", "μ", "float", "down"),
+            ("sensitivity", "Δ"),
+            ("sigma", "σ", "float", "up"),
+        ]
         inputs["sensitivity"] = sensitivity
         notes = ["μ of the Gaussian mechanism that is exactly (ε, δ)-DP; any smaller μ is also (ε, δ)-DP."]
     elif target == "zcdp":
@@ -274,8 +270,14 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
         m = c.mesh(epsilon=epsilon, delta=delta, alpha=alpha or parse_grid(DEFAULT_ALPHAS))
         beta = fdp.dp_tradeoff(m["epsilon"], m["delta"], m["alpha"])
         rows = [
-            {"epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "alpha": c.f(m["alpha"][k]),
-             "beta": c.f(beta[k]), "method": "dp-tradeoff", "bound": "exact"}
+            {
+                "epsilon": c.f(m["epsilon"][k]),
+                "delta": c.f(m["delta"][k]),
+                "alpha": c.f(m["alpha"][k]),
+                "beta": c.f(beta[k]),
+                "method": "dp-tradeoff",
+                "bound": "exact",
+            }
             for k in range(beta.size)
         ]
         cols = [("epsilon", "ε"), ("delta", "δ"), ("alpha", "α (type I)"), ("beta", "β (type II)", "float", "down")]
@@ -288,15 +290,27 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
         adv = fdp.dp_advantage(m["epsilon"], m["delta"])
         tpr = fdp.dp_attack_tpr(m["epsilon"], m["delta"], m["fpr"])
         rows = [
-            {"epsilon": c.f(m["epsilon"][k]), "delta": c.f(m["delta"][k]), "advantage": c.f(adv[k]),
-             "fpr": c.f(m["fpr"][k]), "tpr": c.f(tpr[k]), "method": "dp-attack", "bound": "exact"}
+            {
+                "epsilon": c.f(m["epsilon"][k]),
+                "delta": c.f(m["delta"][k]),
+                "advantage": c.f(adv[k]),
+                "fpr": c.f(m["fpr"][k]),
+                "tpr": c.f(tpr[k]),
+                "method": "dp-attack",
+                "bound": "exact",
+            }
             for k in range(adv.size)
         ]
-        cols = [("epsilon", "ε"), ("delta", "δ"), ("advantage", "max TPR−FPR", "float", "up"), ("fpr", "FPR"),
-                ("tpr", "max TPR", "float", "up")]
+        cols = [
+            ("epsilon", "ε"),
+            ("delta", "δ"),
+            ("advantage", "max TPR−FPR", "float", "up"),
+            ("fpr", "FPR"),
+            ("tpr", "max TPR", "float", "up"),
+        ]
         inputs["fpr"] = fpr
         notes = ["Bounds for any membership-inference attack against an (ε, δ)-DP mechanism."]
-    return _finish("convert dp", inputs, cols, rows, fmt, as_json, objects=objects, notes=notes)
+    return c.emit_rows("convert dp", inputs, cols, rows, fmt, as_json, objects=objects, notes=notes)
 
 
 @convert.command(context_settings=CONTEXT)
@@ -314,7 +328,6 @@ def zcdp(rho, delta, fmt, as_json):
     Example:
       dpcalc convert zcdp --rho 0.5 --delta 1e-5
     """
-    from dpcalc.cli import _common as c
     from dpcalc.core import zcdp as z
 
     m = c.mesh(rho=rho, delta=delta)
@@ -324,14 +337,27 @@ def zcdp(rho, delta, fmt, as_json):
     for k in range(simple.size):
         for name, val in (("zcdp-simple", simple[k]), ("zcdp-rdp", tight[k])):
             rows.append(
-                {"rho": c.f(m["rho"][k]), "delta": c.f(m["delta"][k]), "epsilon": c.f(val), "method": name,
-                 "bound": "upper", "tightest": bool(name == "zcdp-rdp")}
+                {
+                    "rho": c.f(m["rho"][k]),
+                    "delta": c.f(m["delta"][k]),
+                    "epsilon": c.f(val),
+                    "method": name,
+                    "bound": "upper",
+                    "tightest": bool(name == "zcdp-rdp"),
+                }
             )
     cols = [("rho", "ρ"), ("delta", "δ"), ("epsilon", "ε", "float", "up"), ("tightest", "tightest", "bool")]
-    return _finish(
-        "convert zcdp", dict(rho=rho, delta=delta), cols, rows, fmt, as_json,
-        notes=["A ρ that comes from a Gaussian mechanism is exactly μ-GDP with μ = √(2ρ); "
-               "use 'convert gaussian' for its exact ε."],
+    return c.emit_rows(
+        "convert zcdp",
+        dict(rho=rho, delta=delta),
+        cols,
+        rows,
+        fmt,
+        as_json,
+        notes=[
+            "A ρ that comes from a Gaussian mechanism is exactly μ-GDP with μ = √(2ρ); "
+            "use 'convert gaussian' for its exact ε."
+        ],
     )
 
 
@@ -353,7 +379,6 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
     """
     import numpy as np
 
-    from dpcalc.cli import _common as c
     from dpcalc.core import rdp as r
     from dpcalc.model import RDPCurve
 
@@ -367,17 +392,24 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
         d = np.asarray(delta)
         eps, best = r.epsilon_from_curve(a, v, d)
         for k in range(d.size):
-            rows.append({"delta": c.f(d[k]), "epsilon": c.f(eps[k]), "order": c.f(best[k]),
-                         "method": "rdp", "bound": "upper"})
+            rows.append(
+                {"delta": c.f(d[k]), "epsilon": c.f(eps[k]), "order": c.f(best[k]), "method": "rdp", "bound": "upper"}
+            )
         cols = [("delta", "δ"), ("epsilon", "ε", "float", "up"), ("order", "best α")]
     else:
         e = np.asarray(epsilon)
         dd = r.delta_from_curve(a, v, e)
         for k in range(e.size):
-            rows.append({"epsilon": c.f(e[k]), "delta": c.delta_out(dd[k], "upper")[0], "method": "rdp",
-                         "bound": "upper"})
+            rows.append(
+                {"epsilon": c.f(e[k]), "delta": c.delta_out(dd[k], "upper")[0], "method": "rdp", "bound": "upper"}
+            )
         cols = [("epsilon", "ε"), ("delta", "δ", "float", "up")]
-    return _finish(
-        "convert rdp", dict(orders=list(a), values=list(v), delta=delta, epsilon=epsilon), cols, rows, fmt, as_json,
+    return c.emit_rows(
+        "convert rdp",
+        dict(orders=list(a), values=list(v), delta=delta, epsilon=epsilon),
+        cols,
+        rows,
+        fmt,
+        as_json,
         objects=[RDPCurve(tuple(map(float, a)), tuple(map(float, v)))],
     )

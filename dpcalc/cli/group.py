@@ -4,33 +4,23 @@ from __future__ import annotations
 
 import click
 
+from dpcalc.cli import _common as c
 from dpcalc.cli.options import (
+    CONTEXT,
     COUNT,
     NONNEGATIVE,
     POSITIVE,
+    PROB_OR_ZERO,
     PROBABILITY,
-    Range,
     grid_option,
     output_options,
     sensitivity_option,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
-PROB_OR_ZERO = Range(0, 1, low_open=False)
 _size = grid_option("--size", allowed=COUNT, required=True, help="Group size k (records of one person).")
 
 #: Above this, a group δ is flagged as no longer small.
 DELTA_WARN = 1e-3
-
-
-def _emit(command, inputs, cols, rows, fmt, as_json, objects=(), warnings=(), notes=()):
-    from dpcalc.cli import _common as c
-    from dpcalc.model import Column, Result
-
-    cols = tuple(Column(*s) for s in cols) + (Column("method", "method", "text"), Column("bound", "bound", "text"))
-    result = Result(command=command, inputs=c.echo_inputs(**inputs), columns=cols, rows=tuple(rows),
-                    objects=tuple(objects), warnings=tuple(dict.fromkeys(warnings)), notes=tuple(notes))
-    return c.emit(result, fmt, as_json)
 
 
 @click.group(context_settings=CONTEXT)
@@ -54,7 +44,6 @@ def dp(epsilon, delta, size, fmt, as_json):
       dpcalc group dp --epsilon 0.5 --delta 1e-7 --size 4
       dpcalc group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10
     """
-    from dpcalc.cli import _common as c
     from dpcalc.core import group as g
     from dpcalc.model import DP
 
@@ -63,32 +52,59 @@ def dp(epsilon, delta, size, fmt, as_json):
     _, db = g.dp_textbook(m["epsilon"], m["delta"], m["size"])
     rows, warnings, objects = [], [], []
     for i in range(et.size):
-        base = {"epsilon_in": c.f(m["epsilon"][i]), "delta_in": c.f(m["delta"][i]), "size": int(m["size"][i]),
-                "epsilon": c.f(et[i])}
+        base = {
+            "epsilon_in": c.f(m["epsilon"][i]),
+            "delta_in": c.f(m["delta"][i]),
+            "size": int(m["size"][i]),
+            "epsilon": c.f(et[i]),
+        }
         rows.append(dict(base, delta=c.f(dt[i]), method="group-geometric", bound="upper"))
         rows.append(dict(base, delta=c.f(db[i]), method="group-textbook", bound="upper"))
         objects.append(DP(c.f(et[i]), c.f(dt[i])))
         if dt[i] >= 1:
             warnings.append("for some group sizes δ reaches 1: the guarantee says nothing for those groups.")
         elif dt[i] > DELTA_WARN:
-            warnings.append(f"for some group sizes δ exceeds {DELTA_WARN:g}: the guarantee is weak; group privacy "
-                            "blows δ up by up to e^((k−1)ε)·k.")
-    cols = [("epsilon_in", "ε"), ("delta_in", "δ"), ("size", "k", "int"), ("epsilon", "ε group", "float", "up"),
-            ("delta", "δ group", "float", "up")]
-    return _emit("group dp", dict(epsilon=epsilon, delta=delta, size=size), cols, rows, fmt, as_json,
-                 objects=objects, warnings=warnings)
+            warnings.append(
+                f"for some group sizes δ exceeds {DELTA_WARN:g}: the guarantee is weak; group privacy "
+                "blows δ up by up to e^((k−1)ε)·k."
+            )
+    cols = [
+        ("epsilon_in", "ε"),
+        ("delta_in", "δ"),
+        ("size", "k", "int"),
+        ("epsilon", "ε group", "float", "up"),
+        ("delta", "δ group", "float", "up"),
+    ]
+    return c.emit_rows(
+        "group dp",
+        dict(epsilon=epsilon, delta=delta, size=size),
+        cols,
+        rows,
+        fmt,
+        as_json,
+        objects=objects,
+        warnings=warnings,
+    )
 
 
 def _simple(command, key, label, values, size, fn, method, obj, fmt, as_json, extra_inputs=None):
-    from dpcalc.cli import _common as c
 
     m = c.mesh(**{key: values}, size=size)
     out = fn(m[key], m["size"])
-    rows = [{key + "_in": c.f(m[key][i]), "size": int(m["size"][i]), key: c.f(out[i]), "method": method,
-             "bound": "exact"} for i in range(out.size)]
+    rows = [
+        {key + "_in": c.f(m[key][i]), "size": int(m["size"][i]), key: c.f(out[i]), "method": method, "bound": "exact"}
+        for i in range(out.size)
+    ]
     cols = [(key + "_in", label), ("size", "k", "int"), (key, label + " group", "float", "up")]
-    return _emit(command, {key: values, "size": size, **(extra_inputs or {})}, cols, rows, fmt, as_json,
-                 objects=[obj(r[key]) for r in rows])
+    return c.emit_rows(
+        command,
+        {key: values, "size": size, **(extra_inputs or {})},
+        cols,
+        rows,
+        fmt,
+        as_json,
+        objects=[obj(r[key]) for r in rows],
+    )
 
 
 @group.command(context_settings=CONTEXT)
@@ -100,8 +116,9 @@ def pure(epsilon, size, fmt, as_json):
     from dpcalc.core import group as g
     from dpcalc.model import DP
 
-    return _simple("group pure", "epsilon", "ε", epsilon, size, g.pure, "group-pure", lambda v: DP(v, 0.0), fmt,
-                   as_json)
+    return _simple(
+        "group pure", "epsilon", "ε", epsilon, size, g.pure, "group-pure", lambda v: DP(v, 0.0), fmt, as_json
+    )
 
 
 @group.command(context_settings=CONTEXT)
@@ -136,7 +153,6 @@ def zcdp(rho, size, fmt, as_json):
 @output_options
 def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
     """A Gaussian mechanism seen by a group of k: sensitivity kΔ, so μ = kΔ/σ (exact)."""
-    from dpcalc.cli import _common as c
     from dpcalc.core import gaussian as ga
     from dpcalc.core import group as g
     from dpcalc.model import Gaussian
@@ -144,10 +160,35 @@ def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
     m = c.mesh(sigma=sigma, sensitivity=sensitivity, size=size, delta=delta)
     sens = g.gaussian_sensitivity(m["sensitivity"], m["size"])
     eps = ga.epsilon_at(m["sigma"], m["delta"], sens)
-    rows = [{"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "size": int(m["size"][i]),
-             "group_sensitivity": c.f(sens[i]), "mu": c.f(sens[i] / m["sigma"][i]), "delta": c.f(m["delta"][i]),
-             "epsilon": c.f(eps[i]), "method": "analytic-gaussian", "bound": "exact"} for i in range(eps.size)]
-    cols = [("sigma", "σ"), ("sensitivity", "Δ"), ("size", "k", "int"), ("group_sensitivity", "kΔ"),
-            ("mu", "μ group", "float", "up"), ("delta", "δ"), ("epsilon", "ε group", "float", "up")]
-    return _emit("group gaussian", dict(sigma=sigma, sensitivity=sensitivity, size=size, delta=delta), cols, rows,
-                 fmt, as_json, objects=[Gaussian(r["sigma"], r["group_sensitivity"]) for r in rows])
+    rows = [
+        {
+            "sigma": c.f(m["sigma"][i]),
+            "sensitivity": c.f(m["sensitivity"][i]),
+            "size": int(m["size"][i]),
+            "group_sensitivity": c.f(sens[i]),
+            "mu": c.f(sens[i] / m["sigma"][i]),
+            "delta": c.f(m["delta"][i]),
+            "epsilon": c.f(eps[i]),
+            "method": "analytic-gaussian",
+            "bound": "exact",
+        }
+        for i in range(eps.size)
+    ]
+    cols = [
+        ("sigma", "σ"),
+        ("sensitivity", "Δ"),
+        ("size", "k", "int"),
+        ("group_sensitivity", "kΔ"),
+        ("mu", "μ group", "float", "up"),
+        ("delta", "δ"),
+        ("epsilon", "ε group", "float", "up"),
+    ]
+    return c.emit_rows(
+        "group gaussian",
+        dict(sigma=sigma, sensitivity=sensitivity, size=size, delta=delta),
+        cols,
+        rows,
+        fmt,
+        as_json,
+        objects=[Gaussian(r["sigma"], r["group_sensitivity"]) for r in rows],
+    )

@@ -60,6 +60,10 @@ PROBABILITY = Range(0, 1)
 RATE = Range(0, 1, low_open=True, high_open=False)
 UNIT_CLOSED = Range(0, 1, low_open=False, high_open=False)
 COUNT = Range(1, low_open=False, integer=True)
+PROB_OR_ZERO = Range(0, 1, low_open=False)
+
+#: Click context settings shared by every command.
+CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True, "max_content_width": 100}
 
 
 def _parse_number(text: str) -> float:

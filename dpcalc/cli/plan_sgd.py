@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from dpcalc.cli.options import (
+    CONTEXT,
     COUNT,
     POSITIVE,
     PROBABILITY,
@@ -15,7 +16,6 @@ from dpcalc.cli.options import (
     require,
 )
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True}
 MAX_CURVE_POINTS = 10_000
 
 #: Accountant names the CLI accepts; "all" shows every engine side by side.
@@ -28,21 +28,47 @@ ACCOUNTANT_CHOICES = ["rdp", "gdp-clt", "all"]
 @grid_option("--rate", allowed=RATE, help="Sampling rate q, instead of --batch-size.")
 @grid_option("--epochs", allowed=POSITIVE, help="Training epochs E; steps T = ⌈E·N/B⌉.")
 @grid_option("--steps", allowed=COUNT, help="Training steps T, instead of --epochs.")
-@grid_option("--noise-multiplier", "--sigma", "sigma", allowed=POSITIVE,
-             help="Noise multiplier σ (noise std / clipping norm).")
-@grid_option("--delta", allowed=PROBABILITY,
-             help="δ. Default: the largest power of ten below 1/N (60,000 records → 1e-5).")
-@grid_option("--target-epsilon", allowed=POSITIVE,
-             help="Solve for what is missing (σ, epochs/steps, or batch size) to reach this ε.")
-@click.option("--solve", type=click.Choice(["auto", "noise-multiplier", "epochs", "batch-size"]), default="auto",
-              help="What to solve for with --target-epsilon; auto picks the one option not given.")
-@click.option("--accountant", type=click.Choice(ACCOUNTANT_CHOICES), default=None,
-              help="rdp: sound upper bound. gdp-clt: central-limit approximation (may under-report). all: both. "
-              "Default: all for ε, rdp alone when solving for a target.")
+@grid_option(
+    "--noise-multiplier", "--sigma", "sigma", allowed=POSITIVE, help="Noise multiplier σ (noise std / clipping norm)."
+)
+@grid_option(
+    "--delta", allowed=PROBABILITY, help="δ. Default: the largest power of ten below 1/N (60,000 records → 1e-5)."
+)
+@grid_option(
+    "--target-epsilon",
+    allowed=POSITIVE,
+    help="Solve for what is missing (σ, epochs/steps, or batch size) to reach this ε.",
+)
+@click.option(
+    "--solve",
+    type=click.Choice(["auto", "noise-multiplier", "epochs", "batch-size"]),
+    default="auto",
+    help="What to solve for with --target-epsilon; auto picks the one option not given.",
+)
+@click.option(
+    "--accountant",
+    type=click.Choice(ACCOUNTANT_CHOICES),
+    default=None,
+    help="rdp: sound upper bound. gdp-clt: central-limit approximation (may under-report). all: both. "
+    "Default: all for ε, rdp alone when solving for a target.",
+)
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
 @output_options
-def plan_sgd(dataset_size, batch_size, rate, epochs, steps, sigma, delta, target_epsilon, solve, accountant,
-             per_epoch, fmt, as_json):
+def plan_sgd(
+    dataset_size,
+    batch_size,
+    rate,
+    epochs,
+    steps,
+    sigma,
+    delta,
+    target_epsilon,
+    solve,
+    accountant,
+    per_epoch,
+    fmt,
+    as_json,
+):
     """ε of a DP-SGD run (Poisson sampling), or the σ / epochs / batch size for a target ε.
 
     Forward: ε after training, by RDP (Mironov, Talwar & Zhang 2019, improved
@@ -84,31 +110,57 @@ def plan_sgd(dataset_size, batch_size, rate, epochs, steps, sigma, delta, target
     if delta is None:
         dd = sorted({float(sgd.default_delta(n)) for n in dataset_size})
         delta = tuple(dd) if len(dd) > 1 else (dd[0],)
-        notes.append("δ was not given: using the largest power of ten below 1/N (" +
-                     ", ".join(f"{d:g}" for d in dd) + ").")
+        notes.append(
+            "δ was not given: using the largest power of ten below 1/N (" + ", ".join(f"{d:g}" for d in dd) + ")."
+        )
         delta_defaulted = True
     else:
         delta_defaulted = False
         if dataset_size is not None and max(delta) >= 1.0 / min(dataset_size):
-            warnings.append("δ is at least 1/N: a mechanism that publishes one random record outright meets such "
-                            "a δ; choose δ well below 1/N.")
+            warnings.append(
+                "δ is at least 1/N: a mechanism that publishes one random record outright meets such "
+                "a δ; choose δ well below 1/N."
+            )
 
     if accountant is None:
         accountant = "rdp" if target_epsilon is not None else "all"
     engines = ["rdp", "gdp-clt"] if accountant == "all" else [accountant]
-    inputs = c.echo_inputs(dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps,
-                           noise_multiplier=sigma, delta=delta, target_epsilon=target_epsilon, solve=solve,
-                           accountant=accountant)
+    inputs = c.echo_inputs(
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        rate=rate,
+        epochs=epochs,
+        steps=steps,
+        noise_multiplier=sigma,
+        delta=delta,
+        target_epsilon=target_epsilon,
+        solve=solve,
+        accountant=accountant,
+    )
 
     if target_epsilon is not None:
         return _inverse(locals())
 
-    missing = [name for name, v in (("--noise-multiplier", sigma), ("--batch-size or --rate", batch_size or rate),
-                                    ("--epochs or --steps", epochs or steps)) if v is None]
+    missing = [
+        name
+        for name, v in (
+            ("--noise-multiplier", sigma),
+            ("--batch-size or --rate", batch_size or rate),
+            ("--epochs or --steps", epochs or steps),
+        )
+        if v is None
+    ]
     if missing:
         raise click.UsageError(f"Missing option {missing[0]} (or give --target-epsilon to solve for it).")
-    m = c.mesh(dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps, sigma=sigma,
-               delta=None if delta_defaulted else delta)
+    m = c.mesh(
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        rate=rate,
+        epochs=epochs,
+        steps=steps,
+        sigma=sigma,
+        delta=None if delta_defaulted else delta,
+    )
     n_pts = next(iter(m.values())).size
     if delta_defaulted:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
@@ -143,23 +195,47 @@ def plan_sgd(dataset_size, batch_size, rate, epochs, steps, sigma, delta, target
         base = {
             "dataset_size": int(m["dataset_size"][i]) if dataset_size is not None else None,
             "batch_size": int(m["batch_size"][i]) if batch_size is not None else None,
-            "rate": c.f(q[i]), "noise_multiplier": c.f(m["sigma"][i]), "epochs": ep, "steps": int(t),
+            "rate": c.f(q[i]),
+            "noise_multiplier": c.f(m["sigma"][i]),
+            "epochs": ep,
+            "steps": int(t),
             "delta": c.f(m["delta"][i]),
         }
         for e in engines:
-            rows.append(dict(base, epsilon=c.f(eps_by_engine[e][k]),
-                             mu=c.f(mu[k]) if e == "gdp-clt" else None,
-                             method=e, bound=sgd.ACCOUNTANTS[e].bound))
+            rows.append(
+                dict(
+                    base,
+                    epsilon=c.f(eps_by_engine[e][k]),
+                    mu=c.f(mu[k]) if e == "gdp-clt" else None,
+                    method=e,
+                    bound=sgd.ACCOUNTANTS[e].bound,
+                )
+            )
     if "gdp-clt" in engines:
-        warnings.append("gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. "
-                        "2021); the rdp row is the guarantee.")
-    cols = [Column("dataset_size", "N", "int"), Column("batch_size", "B", "int"), Column("rate", "q"),
-            Column("noise_multiplier", "σ"), Column("epochs", "epochs"), Column("steps", "steps", "int"),
-            Column("delta", "δ"), Column("mu", "μ (CLT)", safe="up"), Column("epsilon", "ε", safe="up"),
-            Column("method", "method", "text"), Column("bound", "bound", "text")]
+        warnings.append(
+            "gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. "
+            "2021); the rdp row is the guarantee."
+        )
+    cols = [
+        Column("dataset_size", "N", "int"),
+        Column("batch_size", "B", "int"),
+        Column("rate", "q"),
+        Column("noise_multiplier", "σ"),
+        Column("epochs", "epochs"),
+        Column("steps", "steps", "int"),
+        Column("delta", "δ"),
+        Column("mu", "μ (CLT)", safe="up"),
+        Column("epsilon", "ε", safe="up"),
+        Column("method", "method", "text"),
+        Column("bound", "bound", "text"),
+    ]
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
-    objects = [Composed(((Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(q[i]), "poisson", "add-remove"),
-                          int(total_steps[i])),)) for i in range(n_pts)]
+    objects = [
+        Composed(
+            ((Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(q[i]), "poisson", "add-remove"), int(total_steps[i])),)
+        )
+        for i in range(n_pts)
+    ]
     result = Result("plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), tuple(objects), tuple(notes))
     return c.emit(result, fmt, as_json)
 
@@ -171,17 +247,27 @@ def _inverse(v: dict) -> int:
     from dpcalc.core import sgd
     from dpcalc.model import Column, Result
 
-    dataset_size, batch_size, rate, epochs, steps, sigma = (v[k] for k in ("dataset_size", "batch_size", "rate",
-                                                                              "epochs", "steps", "sigma"))
+    dataset_size, batch_size, rate, epochs, steps, sigma = (
+        v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
+    )
     solve, engines, warnings, notes = v["solve"], v["engines"], v["warnings"], v["notes"]
     if solve == "auto":
-        missing = [name for name, val in (("noise-multiplier", sigma), ("epochs", epochs or steps),
-                                           ("batch-size", batch_size or rate)) if val is None]
+        missing = [
+            name
+            for name, val in (
+                ("noise-multiplier", sigma),
+                ("epochs", epochs or steps),
+                ("batch-size", batch_size or rate),
+            )
+            if val is None
+        ]
         if len(missing) != 1:
             raise click.UsageError(
                 "With --target-epsilon leave out exactly one of --noise-multiplier, --epochs/--steps, "
                 "--batch-size/--rate (or say which with --solve)."
-                if missing else "With --target-epsilon, leave out the option to solve for (or use --solve).")
+                if missing
+                else "With --target-epsilon, leave out the option to solve for (or use --solve)."
+            )
         solve = missing[0]
     if solve == "noise-multiplier":
         require("epochs", epochs or steps, "or --steps")
@@ -200,9 +286,16 @@ def _inverse(v: dict) -> int:
         if batch_size is not None or rate is not None:
             raise click.UsageError("--batch-size/--rate is what --solve batch-size finds; leave it out.")
 
-    m = c.mesh(dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps, sigma=sigma,
-               target=v["target_epsilon"], delta=v["delta"] if len(v["delta"]) > 1 or dataset_size is None
-               or not v["delta_defaulted"] else None)
+    m = c.mesh(
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        rate=rate,
+        epochs=epochs,
+        steps=steps,
+        sigma=sigma,
+        target=v["target_epsilon"],
+        delta=v["delta"] if len(v["delta"]) > 1 or dataset_size is None or not v["delta_defaulted"] else None,
+    )
     n = m["target"].size
     if "delta" not in m:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
@@ -215,8 +308,9 @@ def _inverse(v: dict) -> int:
     if steps is not None:
         t = m["steps"]
     elif epochs is not None and q is not None:
-        t = np.asarray(sgd.steps_for_epochs(m["epochs"], m["dataset_size"], np.maximum(np.round(q * m["dataset_size"]),
-                                                                                       1)), float).reshape(-1)
+        t = np.asarray(
+            sgd.steps_for_epochs(m["epochs"], m["dataset_size"], np.maximum(np.round(q * m["dataset_size"]), 1)), float
+        ).reshape(-1)
     else:
         t = None
     rows = []
@@ -224,24 +318,27 @@ def _inverse(v: dict) -> int:
         acc = sgd.ACCOUNTANTS[e]
         if solve == "noise-multiplier":
             sol = sgd.solve_sigma(q, t, m["delta"], m["target"], e)
-            key, label = "noise_multiplier", "σ"
+
         elif solve == "epochs":
             sol = sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], e)
-            key, label = "steps", "steps"
+
         else:
             sol = sgd.solve_batch_size(m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], e)
-            key, label = "batch_size", "B"
+
         for i in range(n):
             found = bool(sol.found[i])
             row = {
-                "target_epsilon": c.f(m["target"][i]), "delta": c.f(m["delta"][i]),
+                "target_epsilon": c.f(m["target"][i]),
+                "delta": c.f(m["delta"][i]),
                 "dataset_size": int(m["dataset_size"][i]) if dataset_size is not None else None,
                 "rate": c.f(q[i]) if q is not None else None,
                 "batch_size": int(m["batch_size"][i]) if batch_size is not None else None,
                 "noise_multiplier": c.f(m["sigma"][i]) if sigma is not None else None,
                 "steps": int(t[i]) if t is not None else None,
                 "epochs": c.f(m["epochs"][i]) if epochs is not None else None,
-                "found": found, "method": e, "bound": acc.bound,
+                "found": found,
+                "method": e,
+                "bound": acc.bound,
             }
             val = float(sol.value[i])
             if solve == "noise-multiplier":
@@ -261,9 +358,11 @@ def _inverse(v: dict) -> int:
             eps_i = float(sol.epsilon[i]) if found and np.isfinite(sol.epsilon[i]) else None
             row["epsilon"] = eps_i
             if not found:
-                why = {"noise-multiplier": "no noise multiplier up to 2e6 meets",
-                       "epochs": "even a single step exceeds",
-                       "batch-size": "even a batch size of 1 exceeds"}[solve]
+                why = {
+                    "noise-multiplier": "no noise multiplier up to 2e6 meets",
+                    "epochs": "even a single step exceeds",
+                    "batch-size": "even a batch size of 1 exceeds",
+                }[solve]
                 warnings.append(f"[{e}] {why} ε = {m['target'][i]:g} at δ = {m['delta'][i]:g}.")
             if solve == "epochs" and found and row.get("epochs") == 0.0:
                 warnings.append(f"[{e}] less than one epoch fits in ε = {m['target'][i]:g}.")
@@ -272,14 +371,20 @@ def _inverse(v: dict) -> int:
     if "gdp-clt" in engines:
         warnings.append("gdp-clt answers are approximate and may break the target; plan with the rdp row.")
     safe = {"noise_multiplier": "up", "steps": "down", "epochs": "down", "batch_size": "down"}
-    cols = [Column("dataset_size", "N", "int"), Column("target_epsilon", "target ε"), Column("delta", "δ"),
-            Column("batch_size", "B", "int", safe["batch_size"] if solve == "batch-size" else "nearest"),
-            Column("rate", "q", safe="down" if solve == "batch-size" else "nearest"),
-            Column("noise_multiplier", "σ", safe="up" if solve == "noise-multiplier" else "nearest"),
-            Column("epochs", "epochs", safe="down" if solve == "epochs" else "nearest"),
-            Column("steps", "steps", "int"), Column("epsilon", "ε at answer", safe="up"),
-            Column("found", "found", "bool"), Column("method", "method", "text"), Column("bound", "bound", "text")]
+    cols = [
+        Column("dataset_size", "N", "int"),
+        Column("target_epsilon", "target ε"),
+        Column("delta", "δ"),
+        Column("batch_size", "B", "int", safe["batch_size"] if solve == "batch-size" else "nearest"),
+        Column("rate", "q", safe="down" if solve == "batch-size" else "nearest"),
+        Column("noise_multiplier", "σ", safe="up" if solve == "noise-multiplier" else "nearest"),
+        Column("epochs", "epochs", safe="down" if solve == "epochs" else "nearest"),
+        Column("steps", "steps", "int"),
+        Column("epsilon", "ε at answer", safe="up"),
+        Column("found", "found", "bool"),
+        Column("method", "method", "text"),
+        Column("bound", "bound", "text"),
+    ]
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
-    result = Result("plan-sgd", v["inputs"], tuple(cols), tuple(rows), tuple(dict.fromkeys(warnings)), (),
-                    tuple(notes))
+    result = Result("plan-sgd", v["inputs"], tuple(cols), tuple(rows), tuple(dict.fromkeys(warnings)), (), tuple(notes))
     return c.emit(result, v["fmt"] if not v["as_json"] else "json", False)
