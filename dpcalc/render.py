@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from dpcalc.model import Column, Result, UnrepresentableResult
 
-FORMATS = ("table", "json", "csv")
+FORMATS = ("table", "json", "csv", "ndjson")
 SIGNIFICANT = 6
 
 
@@ -89,10 +89,29 @@ def warn(message: str, stream: TextIO | None = None) -> None:
     print(f"warning: {message}", file=stream or sys.stderr)
 
 
-def render(result: Result, fmt: str = "table", out: TextIO | None = None, err: TextIO | None = None) -> None:
+def render(
+    result: Result, fmt: str = "table", out: TextIO | None = None, err: TextIO | None = None, value: str | None = None
+) -> None:
     out = out or sys.stdout
     err = err or sys.stderr
     _check_finite(result)
+    if result.failure:
+        print(result.failure, file=err)
+    if value is not None:
+        # Bare values for shell scripts: the answer rows' column, one per line.
+        for w in result.warnings:
+            warn(w, err)
+        for row in result.answer_rows():
+            v = row.get(value)
+            out.write(("" if v is None else repr(v) if isinstance(v, float) else str(v)) + "\n")
+        return
+    if fmt == "ndjson":
+        for w in result.warnings:
+            warn(w, err)
+        for row in result.rows:
+            json.dump(row, out, allow_nan=False, ensure_ascii=False)
+            out.write("\n")
+        return
     if fmt == "json":
         json.dump(result.to_dict(), out, indent=2, allow_nan=False, ensure_ascii=False)
         out.write("\n")

@@ -23,7 +23,8 @@ def test_readme_has_examples():
 
 
 @pytest.mark.parametrize("args, shown", BLOCKS, ids=[b[0][:40] for b in BLOCKS])
-def test_readme_example_output_is_current(args, shown):
+def test_readme_example_output_is_current(args, shown, monkeypatch):
+    monkeypatch.chdir(README.parent)
     r = CliRunner().invoke(cli, shlex.split(args), env={"NO_COLOR": "1"})
     assert r.exit_code == 0, r.stderr
     assert _norm(r.stdout) == _norm(shown)

@@ -69,11 +69,89 @@ def emit_rows(
     return emit(result, fmt, as_json)
 
 
-def emit(result, fmt: str, as_json: bool) -> int:
+#: When not None, results are collected here instead of printed (used by the
+#: pipe commands, which run several commands and print one merged result).
+_collector: list | None = None
+
+
+class collecting:
+    """Context manager: run commands and collect their Results."""
+
+    def __enter__(self) -> list:
+        global _collector
+        self._saved, _collector = _collector, []
+        return _collector
+
+    def __exit__(self, *exc) -> None:
+        global _collector
+        _collector = self._saved
+
+
+def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, value: str | None = None) -> int:
+    if _collector is not None:
+        _collector.append(result)
+        return 0
     from dpcalc.render import render
 
-    render(result, "json" if as_json else fmt)
+    meta = getattr(click.get_current_context(silent=True), "meta", {})
+    max_epsilon = meta.get("dpcalc.max_epsilon") if max_epsilon is None else max_epsilon
+    value = meta.get("dpcalc.value") if value is None else value
+    if meta.get("dpcalc.format") == "ndjson" and not as_json:
+        fmt = "ndjson"
+
+    if max_epsilon is not None:
+        result = check_budget(result, max_epsilon)
+    if value is not None and value not in {c.key for c in result.columns}:
+        keys = ", ".join(c.key for c in result.columns if c.kind != "text")
+        raise click.UsageError(f"Invalid value for '--value': {value!r} is not a column here; choose one of {keys}.")
+    render(result, "json" if as_json else fmt, value=value)
     return int(result.status)
+
+
+def check_budget(result, max_epsilon: float):
+    """Mark a Result as over budget (exit 1) when a sound answer row has ε > max_epsilon."""
+    import dataclasses
+
+    over = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float) and r["epsilon"] > max_epsilon]
+    checked = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float)]
+    if not checked:
+        raise click.UsageError("--max-epsilon: this result has no ε to check.")
+    extra = dict(result.extra)
+    extra["budget"] = {"max_epsilon": max_epsilon, "exceeded": bool(over)}
+    if not over:
+        return dataclasses.replace(result, extra=extra)
+    worst = max(over, key=lambda r: r["epsilon"])
+    msg = (
+        f"budget exceeded: ε = {worst['epsilon']:.6g} > {max_epsilon:g} at δ = {worst.get('delta', float('nan')):g} "
+        f"({worst['method']}, {worst['bound']})"
+        + (f"; {len(over)} of {len(checked)} rows over" if len(checked) > 1 else "")
+    )
+    extra["budget"]["reason"] = msg
+    return dataclasses.replace(result, status=1, extra=extra, failure=msg)
+
+
+def merge(results, command: str):
+    """Concatenate several Results (e.g. one per piped object) into one."""
+    from dpcalc.model import Result
+
+    cols, seen = [], set()
+    for r in results:
+        for c in r.columns:
+            if c.key not in seen:
+                seen.add(c.key)
+                cols.append(c)
+    tail = [c for c in cols if c.key in ("tightest", "method", "bound")]
+    cols = [c for c in cols if c.key not in ("tightest", "method", "bound")] + tail
+    names = {r.command for r in results}
+    return Result(
+        command=names.pop() if len(names) == 1 else command,
+        inputs={"objects": [r.inputs for r in results]} if len(results) > 1 else results[0].inputs,
+        columns=tuple(cols),
+        rows=tuple(row for r in results for row in r.rows),
+        warnings=tuple(dict.fromkeys(w for r in results for w in r.warnings)),
+        objects=tuple(o for r in results for o in r.objects),
+        notes=tuple(dict.fromkeys(n for r in results for n in r.notes)),
+    )
 
 
 def f(x: Any) -> float:

@@ -14,14 +14,16 @@ from dpcalc.cli.options import (
     PROBABILITY,
     RATE,
     Range,
+    budget_option,
     grid_option,
     output_options,
 )
+from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
 _rate = grid_option("--rate", allowed=RATE, required=True, help="Sampling rate q in (0, 1] (or m/n).")
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=PipeGroup, context_settings=CONTEXT)
 def amplify():
     """Privacy amplification by subsampling."""
 
@@ -102,6 +104,7 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε.")
 @grid_option("--orders", allowed=Range(1), help="List the per-step RDP at these orders α > 1 instead of ε.")
 @output_options
+@budget_option
 def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
     """A Poisson-subsampled Gaussian: ε by RDP (sound) and by the GDP CLT (approximate).
 
@@ -199,3 +202,44 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         warnings=warnings,
         notes=["Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier)."],
     )
+
+
+@amplify.command("input", hidden=True, context_settings=CONTEXT)
+@input_option
+@_rate
+@click.option(
+    "--scheme",
+    type=click.Choice(["poisson", "without-replacement", "both"]),
+    default="both",
+    help="Sampling scheme for (ε, δ) mechanisms (see 'amplify dp').",
+)
+@grid_option("--steps", allowed=COUNT, default="1", help="Steps T for Gaussian mechanisms.")
+@grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε for Gaussian mechanisms.")
+@output_options
+@budget_option
+def from_input(source, rate, scheme, steps, delta, fmt, as_json):
+    """Amplify the mechanisms read from stdin (or --input): Gaussian, Laplace or (ε, δ)."""
+    from dpcalc.model import DP, Gaussian, Laplace
+
+    ctx = click.get_current_context()
+    with c.collecting() as results:
+        for obj, where in read_objects(source):
+            if isinstance(obj, Gaussian):
+                ctx.invoke(
+                    gaussian,
+                    sigma=(obj.sigma / obj.sensitivity,),
+                    rate=rate,
+                    steps=steps,
+                    delta=delta,
+                    orders=None,
+                    fmt=fmt,
+                    as_json=as_json,
+                )
+            elif isinstance(obj, (DP, Laplace)):
+                e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
+                ctx.invoke(dp, epsilon=(e,), delta=(d,), rate=rate, scheme=scheme, fmt=fmt, as_json=as_json)
+            else:
+                raise click.UsageError(
+                    f"{where}: amplify takes a Gaussian, Laplace or (ε, δ) mechanism, not a {type(obj).__name__}."
+                )
+    return c.emit(c.merge(results, "amplify"), fmt, as_json)

@@ -14,12 +14,15 @@ from dpcalc.cli.options import (
     PROBABILITY,
     RATE,
     RecordType,
+    budget_option,
     exclusive,
     grid_option,
+    number_option,
     output_options,
     require,
     sensitivity_option,
 )
+from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
 _times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
 _target_delta = grid_option("--delta", allowed=PROBABILITY, help="δ at which to report the total ε.")
@@ -29,7 +32,7 @@ def _release(fields, help):
     return click.option("--release", "releases", multiple=True, type=RecordType(fields), help=help)
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=PipeGroup, context_settings=CONTEXT)
 def compose():
     """Total privacy of many releases on the same data, by every applicable method."""
 
@@ -65,6 +68,7 @@ def _mark_tightest(rows, key_fields):
     "A heterogeneous release EPSILON[,DELTA[,TIMES]]; repeat for each kind (basic composition).",
 )
 @output_options
+@budget_option
 def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
     """k-fold composition of (ε, δ)-DP mechanisms: basic, advanced, optimal.
 
@@ -193,6 +197,7 @@ def _gaussian_family_rows(m, mu_total, rho_total, delta, base_rows, exact_method
     "A heterogeneous release SIGMA[,SENSITIVITY[,TIMES]]; repeat for each kind.",
 )
 @output_options
+@budget_option
 def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     """Composition of Gaussian mechanisms — exact, through μ = √(Σ kᵢ Δᵢ²/σᵢ²).
 
@@ -257,6 +262,7 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
 @_target_delta
 @_release([("mu", NONNEGATIVE, None), ("times", COUNT, 1.0)], "A heterogeneous release MU[,TIMES]; repeatable.")
 @output_options
+@budget_option
 def gdp(mu, times, delta, releases, fmt, as_json):
     """Composition of μ-GDP guarantees: μ = √(Σ kᵢ μᵢ²) (exact), and its ε at δ.
 
@@ -317,6 +323,7 @@ def gdp(mu, times, delta, releases, fmt, as_json):
 @_target_delta
 @_release([("rho", NONNEGATIVE, None), ("times", COUNT, 1.0)], "A heterogeneous release RHO[,TIMES]; repeatable.")
 @output_options
+@budget_option
 def zcdp(rho, times, delta, releases, fmt, as_json):
     """Composition of ρ-zCDP guarantees: ρ adds (Bun & Steinke 2016, Lemma 2.3).
 
@@ -392,6 +399,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
 )
 @_target_delta
 @output_options
+@budget_option
 def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
     """Composition of a mix of Gaussian, subsampled Gaussian and Laplace mechanisms, by RDP.
 
@@ -470,4 +478,175 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
         tail=("tightest", "method", "bound"),
         objects=objects,
         notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else (),
+    )
+
+
+@compose.command("input", hidden=True, context_settings=CONTEXT)
+@input_option
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A privacy ledger (TOML or JSON) listing the releases to compose.",
+)
+@number_option("--times", allowed=COUNT, default="1", help="How many times each object read runs.")
+@number_option("--delta", allowed=PROBABILITY, default=None, help="δ at which to report the total ε.")
+@number_option("--delta-prime", allowed=PROBABILITY, default="1e-6", help="δ′ for advanced composition.")
+@output_options
+@budget_option
+def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
+    """Compose the privacy objects read from stdin (or --input), or the releases of a ledger."""
+    from dpcalc.accounting import compose_parts, flatten
+    from dpcalc.model import DP, Composed, ObjectError
+
+    if ledger is not None:
+        return _compose_ledger(ledger, delta, fmt, as_json)
+    objs = read_objects(source)
+    times = int(times)
+    if len(objs) == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0:
+        o = objs[0][0]
+        return click.get_current_context().invoke(
+            dp,
+            epsilon=(o.epsilon,),
+            delta=(o.delta,),
+            times=(times,),
+            delta_prime=(delta_prime,),
+            releases=(),
+            fmt=fmt,
+            as_json=as_json,
+        )
+    require("delta", delta, "the total ε is reported at this δ")
+    try:
+        parts = [p for obj, where in objs for p in flatten(obj, times, where)]
+        totals = compose_parts(parts, delta)
+    except ObjectError as exc:
+        raise click.UsageError(str(exc)) from None
+    rows = [
+        {
+            "objects": len(objs),
+            "times": times,
+            "delta": t.delta,
+            "mu": t.mu,
+            "rho": t.rho,
+            "epsilon": t.epsilon,
+            "order": t.order,
+            "method": t.method,
+            "bound": t.bound,
+        }
+        for t in totals
+    ]
+    _mark_tightest(rows, [])
+    best = [r for r in rows if r["tightest"]][0]
+    cols = [
+        ("objects", "objects", "int"),
+        ("times", "k each", "int"),
+        ("delta", "δ"),
+        ("mu", "μ total", "float", "up"),
+        ("rho", "ρ total", "float", "up"),
+        ("epsilon", "ε total", "float", "up"),
+        ("order", "best α"),
+    ]
+    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
+    obj = Composed(tuple((o, times) for o, _ in objs))
+    return c.emit_rows(
+        "compose",
+        {"times": times, "delta": delta},
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=[obj, DP(best["epsilon"], best["delta"])],
+    )
+
+
+def _compose_ledger(path, delta, fmt, as_json):
+    from dpcalc import ledger as lg
+    from dpcalc.accounting import compose_parts, flatten, part_cost, shares, tightest
+    from dpcalc.model import DP, Composed, ObjectError
+
+    try:
+        book = lg.load(path)
+        d = delta if delta is not None else book.delta
+        if d is None:
+            raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
+        parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
+        flat = [p for ps in parts for p in ps]
+        totals = compose_parts(flat, d)
+        per_entry = [compose_parts(ps, d) if all(p.kind != "dp" for p in ps) else None for ps in parts]
+        share = shares(flat, d)
+    except ObjectError as exc:
+        raise click.UsageError(str(exc)) from None
+    ctx = click.get_current_context()
+    if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
+        ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon
+    # Entry shares: sum the shares of each entry's parts.
+    idx, entry_share = 0, []
+    for ps in parts:
+        entry_share.append(float(sum(share[idx : idx + len(ps)])))
+        idx += len(ps)
+    rows = []
+    for e, ps, totals_e, sh in zip(book.entries, parts, per_entry, entry_share):
+        if totals_e is None:
+            cost = sum(part_cost(p, d) for p in ps)
+            method, bound, de = "basic", "upper", sum(p.times * p.delta for p in ps)
+        else:
+            t = tightest(totals_e)
+            cost, method, bound, de = t.epsilon, t.method, t.bound, t.delta
+        rows.append(
+            {
+                "row": "entry",
+                "entry": e.name,
+                "mechanism": lg.describe(e.obj),
+                "times": e.times,
+                "epsilon": cost,
+                "delta": de,
+                "share_pct": 100 * sh,
+                "tightest": None,
+                "method": method,
+                "bound": bound,
+            }
+        )
+    total_rows = [
+        {
+            "row": "total",
+            "entry": "TOTAL",
+            "mechanism": f"{len(book.entries)} releases",
+            "times": None,
+            "epsilon": t.epsilon,
+            "delta": t.delta,
+            "share_pct": None,
+            "method": t.method,
+            "bound": t.bound,
+        }
+        for t in totals
+    ]
+    _mark_tightest(total_rows, [])
+    rows += total_rows
+    top = max(zip(entry_share, book.entries), key=lambda x: x[0])
+    notes = [
+        f"{book.name}: neighbours {book.neighbours}; entry ε is each release on its own at δ = {d:g}.",
+        f"share is an attribution of the total (RDP at the optimal order, basic ε for (ε, δ) entries); the largest "
+        f"is {top[1].name!r} at {100 * top[0]:.1f}%.",
+    ]
+    best = [r for r in total_rows if r["tightest"]][0]
+    cols = [
+        ("entry", "release", "text"),
+        ("mechanism", "mechanism", "text"),
+        ("times", "k", "int"),
+        ("epsilon", "ε", "float", "up"),
+        ("delta", "δ", "float", "up"),
+        ("share_pct", "share %"),
+    ]
+    obj = Composed(tuple((e.obj, e.times) for e in book.entries))
+    return c.emit_rows(
+        "compose",
+        {"ledger": path, "delta": d},
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=[obj, DP(best["epsilon"], best["delta"])],
+        notes=notes,
     )

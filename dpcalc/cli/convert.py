@@ -13,12 +13,14 @@ from dpcalc.cli.options import (
     PROBABILITY,
     UNIT_CLOSED,
     Range,
+    budget_option,
     exclusive,
     grid_option,
     output_options,
     require,
     sensitivity_option,
 )
+from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
 DEFAULT_DELTAS = "1e-10:1e-2:9:log"
 DEFAULT_ALPHAS = "0:1:21"
@@ -44,7 +46,7 @@ _fpr = grid_option(
 )
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=PipeGroup, context_settings=CONTEXT)
 def convert():
     """Translate a guarantee: σ, μ-GDP, ρ-zCDP, RDP, (ε, δ), f-DP, attack success."""
 
@@ -122,6 +124,7 @@ def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
 @_alpha
 @_fpr
 @output_options
+@budget_option
 def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_json):
     """The exact privacy of a Gaussian mechanism: its (ε, δ) curve, μ, ρ, f-DP.
 
@@ -164,6 +167,7 @@ def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_jso
 @_alpha
 @_fpr
 @output_options
+@budget_option
 def gdp(mu, delta, epsilon, target, alpha, fpr, fmt, as_json):
     """μ-GDP as (ε, δ), as a trade-off curve, or as attack success (all exact).
 
@@ -317,6 +321,7 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
 @grid_option("--rho", allowed=NONNEGATIVE, required=True, help="zCDP parameter ρ.")
 @grid_option("--delta", allowed=PROBABILITY, required=True, help="δ at which to report ε.")
 @output_options
+@budget_option
 def zcdp(rho, delta, fmt, as_json):
     """ρ-zCDP as (ε, δ): the simple bound and the tighter RDP-based one.
 
@@ -367,6 +372,7 @@ def zcdp(rho, delta, fmt, as_json):
 @grid_option("--delta", allowed=PROBABILITY, help="δ at which to report ε.")
 @grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
 @output_options
+@budget_option
 def rdp(orders, values, delta, epsilon, fmt, as_json):
     """An RDP curve at given orders as (ε, δ), with the improved conversion.
 
@@ -413,3 +419,113 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
         as_json,
         objects=[RDPCurve(tuple(map(float, a)), tuple(map(float, v)))],
     )
+
+
+@convert.command("input", hidden=True, context_settings=CONTEXT)
+@input_option
+@grid_option("--delta", allowed=PROBABILITY, help="δ at which to report ε.")
+@grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ.")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["dp", "tradeoff", "attack", "gdp", "zcdp"]),
+    default=None,
+    help="What to convert to (default: dp for mechanisms and GDP, gdp for (ε, δ)).",
+)
+@_alpha
+@_fpr
+@output_options
+@budget_option
+def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """Convert the privacy objects read from stdin (or --input)."""
+    from dpcalc.accounting import compose_parts, flatten
+    from dpcalc.model import DP, GDP, ZCDP, Column, Composed, Gaussian, Laplace, ObjectError, RDPCurve, Result
+
+    ctx = click.get_current_context()
+
+    def need_dp(kind):
+        if target not in (None, "dp"):
+            raise click.UsageError(f"--to {target} is not available for a {kind}; it converts to (ε, δ).")
+
+    with c.collecting() as results:
+        for obj, where in read_objects(source):
+            if isinstance(obj, Gaussian):
+                ctx.invoke(
+                    gaussian,
+                    sigma=(obj.sigma,),
+                    sensitivity=(obj.sensitivity,),
+                    delta=delta,
+                    epsilon=epsilon,
+                    target=target or "dp",
+                    alpha=alpha,
+                    fpr=fpr,
+                    fmt=fmt,
+                    as_json=as_json,
+                )
+            elif isinstance(obj, GDP):
+                ctx.invoke(
+                    gdp,
+                    mu=(obj.mu,),
+                    delta=delta,
+                    epsilon=epsilon,
+                    target=target or "dp",
+                    alpha=alpha,
+                    fpr=fpr,
+                    fmt=fmt,
+                    as_json=as_json,
+                )
+            elif isinstance(obj, (DP, Laplace)):
+                e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
+                to = target or ("gdp" if d > 0 else "zcdp")
+                if to == "dp":
+                    raise click.UsageError(
+                        f"{where} is already an (ε, δ) guarantee; use --to gdp, zcdp, tradeoff or attack."
+                    )
+                ctx.invoke(
+                    dp,
+                    epsilon=(e,),
+                    delta=(d,),
+                    target=to,
+                    sensitivity=(1.0,),
+                    alpha=alpha,
+                    fpr=fpr,
+                    fmt=fmt,
+                    as_json=as_json,
+                )
+            elif isinstance(obj, ZCDP):
+                need_dp("zCDP guarantee")
+                require("delta", delta, "zCDP converts to ε at a given δ")
+                ctx.invoke(zcdp, rho=(obj.rho,), delta=delta, fmt=fmt, as_json=as_json)
+            elif isinstance(obj, RDPCurve):
+                need_dp("RDP curve")
+                ctx.invoke(
+                    rdp, orders=obj.orders, values=obj.values, delta=delta, epsilon=epsilon, fmt=fmt, as_json=as_json
+                )
+            else:
+                need_dp(type(obj).__name__)
+                require("delta", delta, "give the δ at which to report ε")
+                try:
+                    parts = flatten(obj, 1, where)
+                    rows = []
+                    for d in delta:
+                        rows += [
+                            {"delta": d, "epsilon": t.epsilon, "method": t.method, "bound": t.bound}
+                            for t in compose_parts(parts, d)
+                        ]
+                except ObjectError as exc:
+                    raise click.UsageError(str(exc)) from None
+                results.append(
+                    Result(
+                        "convert",
+                        {"delta": list(delta)},
+                        (
+                            Column("delta", "δ"),
+                            Column("epsilon", "ε", safe="up"),
+                            Column("method", "method", "text"),
+                            Column("bound", "bound", "text"),
+                        ),
+                        tuple(rows),
+                        objects=(obj if isinstance(obj, Composed) else Composed(((obj, 1),)),),
+                    )
+                )
+    return c.emit(c.merge(results, "convert"), fmt, as_json)

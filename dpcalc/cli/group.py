@@ -12,10 +12,12 @@ from dpcalc.cli.options import (
     POSITIVE,
     PROB_OR_ZERO,
     PROBABILITY,
+    budget_option,
     grid_option,
     output_options,
     sensitivity_option,
 )
+from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
 _size = grid_option("--size", allowed=COUNT, required=True, help="Group size k (records of one person).")
 
@@ -23,7 +25,7 @@ _size = grid_option("--size", allowed=COUNT, required=True, help="Group size k (
 DELTA_WARN = 1e-3
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=PipeGroup, context_settings=CONTEXT)
 def group():
     """Guarantees for groups of k records (one person contributing k rows)."""
 
@@ -33,6 +35,7 @@ def group():
 @grid_option("--delta", allowed=PROB_OR_ZERO, default="0", help="δ for one record, in [0, 1).")
 @_size
 @output_options
+@budget_option
 def dp(epsilon, delta, size, fmt, as_json):
     """(ε, δ) for groups of k: (kε, δ(e^{kε}−1)/(e^ε−1)), and the textbook k·e^{(k−1)ε}·δ.
 
@@ -151,6 +154,7 @@ def zcdp(rho, size, fmt, as_json):
 @_size
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report the group's ε.")
 @output_options
+@budget_option
 def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
     """A Gaussian mechanism seen by a group of k: sensitivity kΔ, so μ = kΔ/σ (exact)."""
     from dpcalc.core import gaussian as ga
@@ -192,3 +196,43 @@ def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
         as_json,
         objects=[Gaussian(r["sigma"], r["group_sensitivity"]) for r in rows],
     )
+
+
+@group.command("input", hidden=True, context_settings=CONTEXT)
+@input_option
+@_size
+@grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε for Gaussian mechanisms.")
+@output_options
+@budget_option
+def from_input(source, size, delta, fmt, as_json):
+    """Group privacy of the mechanisms or guarantees read from stdin (or --input)."""
+    from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace
+
+    ctx = click.get_current_context()
+    with c.collecting() as results:
+        for obj, where in read_objects(source):
+            if isinstance(obj, Gaussian):
+                ctx.invoke(
+                    gaussian,
+                    sigma=(obj.sigma,),
+                    sensitivity=(obj.sensitivity,),
+                    size=size,
+                    delta=delta,
+                    fmt=fmt,
+                    as_json=as_json,
+                )
+            elif isinstance(obj, DP) and obj.delta > 0:
+                ctx.invoke(dp, epsilon=(obj.epsilon,), delta=(obj.delta,), size=size, fmt=fmt, as_json=as_json)
+            elif isinstance(obj, (DP, Laplace)):
+                e = obj.epsilon if isinstance(obj, DP) else obj.sensitivity / obj.scale
+                ctx.invoke(pure, epsilon=(e,), size=size, fmt=fmt, as_json=as_json)
+            elif isinstance(obj, GDP):
+                ctx.invoke(gdp, mu=(obj.mu,), size=size, fmt=fmt, as_json=as_json)
+            elif isinstance(obj, ZCDP):
+                ctx.invoke(zcdp, rho=(obj.rho,), size=size, fmt=fmt, as_json=as_json)
+            else:
+                raise click.UsageError(
+                    f"{where}: group privacy of a {type(obj).__name__} is not supported; "
+                    "give a mechanism or a dp, gdp or zcdp guarantee."
+                )
+    return c.emit(c.merge(results, "group"), fmt, as_json)

@@ -166,8 +166,30 @@ def number_option(*names: str, allowed: Range, help: str, **kw) -> Callable:
     return click.option(*names, type=NumberType(allowed), help=help, **kw)
 
 
+def _to_meta(key: str):
+    def callback(ctx, param, value):
+        if value is not None:
+            ctx.meta[key] = value
+        return value
+
+    return callback
+
+
+def _format_callback(ctx, param, value):
+    ctx.meta["dpcalc.format"] = value
+    # Commands render json/csv/table themselves; ndjson is applied at emit time.
+    return "table" if value == "ndjson" else value
+
+
 def output_options(f: Callable) -> Callable:
-    """``--format`` and its shorthand ``--json``."""
+    """``--format``, its shorthand ``--json``, and ``--value`` for bare numbers."""
+    f = click.option(
+        "--value",
+        metavar="KEY",
+        expose_value=False,
+        callback=_to_meta("dpcalc.value"),
+        help="Print only this column (e.g. epsilon, sigma) of the answer rows, one per line, for $(…) in scripts.",
+    )(f)
     f = click.option(
         "--json",
         "as_json",
@@ -177,12 +199,26 @@ def output_options(f: Callable) -> Callable:
     f = click.option(
         "--format",
         "fmt",
-        type=click.Choice(["table", "json", "csv"]),
+        type=click.Choice(["table", "json", "csv", "ndjson"]),
         default="table",
         show_default=True,
-        help="Output format. Tables are for people; json and csv for programs.",
+        callback=_format_callback,
+        help="Output format: table for people; json (one document), csv or ndjson (one JSON object per row) for "
+        "programs.",
     )(f)
     return f
+
+
+def budget_option(f: Callable) -> Callable:
+    """``--max-epsilon``: a budget check that sets exit code 1 when exceeded."""
+    return click.option(
+        "--max-epsilon",
+        type=NumberType(Range(0, low_open=False)),
+        expose_value=False,
+        callback=_to_meta("dpcalc.max_epsilon"),
+        help="Budget check: exit with code 1 (the result is still printed) when the sound ε of the answer exceeds "
+        "this; the reason goes to stderr.",
+    )(f)
 
 
 def sensitivity_option(f: Callable) -> Callable:

@@ -10,6 +10,7 @@ from dpcalc.cli.options import (
     POSITIVE,
     PROBABILITY,
     RATE,
+    budget_option,
     exclusive,
     grid_option,
     output_options,
@@ -54,6 +55,7 @@ ACCOUNTANT_CHOICES = ["rdp", "gdp-clt", "all"]
 )
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
 @output_options
+@budget_option
 def plan_sgd(
     dataset_size,
     batch_size,

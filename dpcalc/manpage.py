@@ -1,0 +1,258 @@
+"""Generate the man pages in man/ from the Click definitions.
+
+Regenerate with ``python -m dpcalc.manpage`` (writes man/*.1). The EXAMPLES
+and EXIT STATUS sections are written here by hand; everything else comes
+from the commands' own help, so the pages cannot drift from the CLI (a test
+regenerates them and compares).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from dpcalc import __version__
+from dpcalc.cli import COMMANDS, cli
+
+DATE = "2026-11-30"
+
+EXAMPLES = {
+    "dpcalc": [
+        ("Noise for three target ε at δ = 1e-6:", "dpcalc calibrate gaussian --epsilon 0.5,1,2 --delta 1e-6"),
+        (
+            "ε of a DP-SGD run:",
+            "dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --delta 1e-5",
+        ),
+        (
+            "A pipe:",
+            "dpcalc calibrate gaussian --epsilon 1 --delta 1e-6 --json | dpcalc amplify --rate 0.01 "
+            "--json | dpcalc compose --times 5000 --delta 1e-5",
+        ),
+        ("A CI budget gate:", "dpcalc compose --ledger privacy.toml --max-epsilon 8"),
+    ],
+    "calibrate": [
+        ("σ for a curve of ε:", "dpcalc calibrate gaussian --epsilon 0.5,1,2 --delta 1e-6"),
+        (
+            "The classical formula next to the analytic one:",
+            "dpcalc calibrate gaussian --epsilon 0.5 --delta 1e-5 --method classical",
+        ),
+        ("σ for 1.2-GDP:", "dpcalc calibrate gaussian --mu 1.2"),
+        ("Laplace scale:", "dpcalc calibrate laplace --epsilon 0.1,1 --sensitivity 2"),
+    ],
+    "convert": [
+        ("μ-GDP as (ε, δ):", "dpcalc convert gdp --mu 1.2 --delta 1e-5"),
+        ("ρ-zCDP as (ε, δ):", "dpcalc convert zcdp --rho 0.5 --delta 1e-5"),
+        ("Attack success against (1, 1e-5)-DP:", "dpcalc convert dp --epsilon 1 --delta 1e-5 --to attack"),
+        ("From a pipe:", "dpcalc calibrate gaussian --mu 0.5 --json | dpcalc convert --delta 1e-5"),
+    ],
+    "compose": [
+        ("1000 Gaussian releases:", "dpcalc compose gaussian --sigma 2 --times 1000 --delta 1e-5"),
+        ("Basic, advanced and optimal composition:", "dpcalc compose dp --epsilon 0.1 --delta 1e-7 --times 100"),
+        ("A ledger with a budget:", "dpcalc compose --ledger privacy.toml --max-epsilon 8"),
+        ("Total ε as a bare number:", "dpcalc compose gaussian --sigma 2 --times 100 --delta 1e-5 --value epsilon"),
+    ],
+    "amplify": [
+        ("Subsampling an (ε, δ) mechanism:", "dpcalc amplify dp --epsilon 1 --delta 1e-6 --rate 0.01"),
+        (
+            "A subsampled Gaussian over many steps:",
+            "dpcalc amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,100,10000 --delta 1e-5",
+        ),
+    ],
+    "group": [
+        ("Groups of 1 to 10 records:", "dpcalc group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10"),
+        ("A Gaussian mechanism and a group of 4:", "dpcalc group gaussian --sigma 4 --size 4 --delta 1e-5"),
+    ],
+    "plan-sgd": [
+        (
+            "ε of a run:",
+            "dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --delta 1e-5",
+        ),
+        (
+            "The ε curve per epoch, as CSV:",
+            "dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 "
+            "--noise-multiplier 1.1 --per-epoch --format csv",
+        ),
+        (
+            "The noise multiplier for ε = 3:",
+            "dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3",
+        ),
+        (
+            "Epochs that fit in ε = 3:",
+            "dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3",
+        ),
+    ],
+}
+
+EXIT_STATUS = [
+    ("0", "Success."),
+    ("1", "A budget check (--max-epsilon) failed. The result is still printed; the reason is on stderr."),
+    (
+        "2",
+        "Bad usage or bad input: one line on stderr starting with Error: names the option and the allowed "
+        "range, or says why the result cannot be computed.",
+    ),
+    ("3", "An internal error in dpcalc (a bug). No input is expected to cause it."),
+]
+
+
+def _esc(text: str) -> str:
+    text = text.replace("\\", "\\e")
+    lines = []
+    for line in text.split("\n"):
+        if line.startswith((".", "'")):
+            line = "\\&" + line
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _opt(text: str) -> str:
+    return _esc(text).replace("-", "\\-")
+
+
+def _help_paragraphs(text: str) -> list[str]:
+    """Click help → roff: paragraphs, with \\b blocks kept as they are."""
+    out = []
+    for block in (text or "").strip().split("\n\n"):
+        if block.lstrip(" ").startswith("\b"):
+            body = "\n".join(block.split("\n")[1:])
+            out.append(".PP\n.nf\n" + _esc(_dedent(body)) + "\n.fi")
+        else:
+            out.append(".PP\n" + _esc(" ".join(line.strip() for line in block.split("\n"))))
+    return out
+
+
+def _dedent(text: str) -> str:
+    lines = text.split("\n")
+    pad = min((len(x) - len(x.lstrip()) for x in lines if x.strip()), default=0)
+    return "\n".join(x[pad:] for x in lines)
+
+
+def _options(cmd: click.Command, ctx: click.Context) -> list[str]:
+    out = []
+    for p in cmd.get_params(ctx):
+        if not isinstance(p, click.Option) or p.hidden:
+            continue
+        record = p.get_help_record(ctx)
+        if record is None:
+            continue
+        names, help_text = record
+        out.append(".TP\n.B " + _opt(names) + "\n" + _esc(help_text))
+    return out
+
+
+def _ctx(cmd: click.Command, name: str, parent: click.Context | None = None) -> click.Context:
+    """A context with the command's own settings (e.g. -h as a help option)."""
+    return click.Context(cmd, info_name=name, parent=parent, **cmd.context_settings)
+
+
+def _sections(path: list[str], cmd: click.Command, parent: click.Context) -> list[str]:
+    ctx = _ctx(cmd, path[-1], parent)
+    out = [f'.SS "{_esc(" ".join(path))}"', f".B {_opt(' '.join(path))}", "[\\fIOPTIONS\\fR]"]
+    out += _help_paragraphs(cmd.help or "")
+    out += _options(cmd, ctx)
+    return out
+
+
+def render_page(name: str) -> str:
+    root = _ctx(cli, "dpcalc")
+    title = "dpcalc" if name == "dpcalc" else f"dpcalc-{name}"
+    head = [
+        f'.TH "{title.upper()}" "1" "{DATE}" "dpcalc {__version__}" "dpcalc manual"',
+        ".SH NAME",
+    ]
+    body: list[str] = []
+    if name == "dpcalc":
+        head.append("dpcalc \\- privacy budget calculator for differential privacy")
+        body += [".SH SYNOPSIS", ".B dpcalc", "\\fICOMMAND\\fR [\\fIARGS\\fR]... [\\fIOPTIONS\\fR]"]
+        body += [".SH DESCRIPTION"] + _help_paragraphs(cli.help or "")
+        body += [".SH COMMANDS"]
+        for cname in COMMANDS:
+            cmd = cli.get_command(root, cname)
+            body.append(f".TP\n.B {_opt(cname)}\n{_esc(cmd.get_short_help_str(100))}")
+        body += [
+            ".SH GRIDS",
+            ".PP",
+            _esc(
+                "Numeric options that make sense as a sweep accept a grid: a list a,b,c, a range START:STOP:N "
+                "(N evenly spaced points) or START:STOP:N:log (evenly spaced in log scale). Several grids give every "
+                "combination, one row each (at most 10,000 points per option and 100,000 rows)."
+            ),
+        ]
+        body += [
+            ".SH OUTPUT",
+            ".PP",
+            _esc(
+                "Tables for people (numbers rounded toward the safe side; warnings on stderr); --json for one "
+                "versioned JSON document (schema in dpcalc/schema/result-v1.schema.json); --format csv or ndjson for "
+                "rows; --value KEY for bare numbers. Every row has a method and a bound: exact, upper (a sound "
+                "guarantee) or approximate (may under-report; never the default answer)."
+            ),
+        ]
+        body += [
+            ".SH ENVIRONMENT",
+            ".TP",
+            ".B NO_COLOR",
+            "Disables colour in tables.",
+            ".TP",
+            ".B _DPCALC_COMPLETE",
+            'Shell completion: eval "$(_DPCALC_COMPLETE=bash_source dpcalc)" (also zsh_source, fish_source).',
+        ]
+    else:
+        cmd = cli.get_command(root, name)
+        head.append(f"dpcalc\\-{_opt(name)} \\- {_esc(cmd.get_short_help_str(100))}")
+        if isinstance(cmd, click.Group):
+            subs = [s for s in cmd.list_commands(root) if not cmd.get_command(root, s).hidden]
+            body += [".SH SYNOPSIS", f".B dpcalc {_opt(name)}", "\\fI" + "|".join(subs) + "\\fR [\\fIOPTIONS\\fR]"]
+            gctx = _ctx(cmd, name, root)
+            if cmd.get_command(gctx, "input") is not None:
+                body.append(f".br\n.B dpcalc {_opt(name)}\n[\\fIOPTIONS\\fR] < \\fIJSON\\fR")
+            body += [".SH DESCRIPTION"] + _help_paragraphs(cmd.help or "")
+            body += [".SH COMMANDS"]
+            for s in subs:
+                body += _sections(["dpcalc", name, s], cmd.get_command(gctx, s), gctx)
+            hidden = cmd.get_command(gctx, "input")
+            if hidden is not None:
+                body += [
+                    ".SH READING FROM A PIPE",
+                    ".PP",
+                    _esc(
+                        f"When the first argument is an option, dpcalc {name} reads privacy objects (dpcalc --json "
+                        "output, bare objects or lists of them) from stdin or --input FILE."
+                    ),
+                ]
+                body += _options(hidden, _ctx(hidden, "input", gctx))
+        else:
+            body += [".SH SYNOPSIS", f".B dpcalc {_opt(name)}", "[\\fIOPTIONS\\fR]"]
+            body += [".SH DESCRIPTION"] + _help_paragraphs(cmd.help or "")
+            body += [".SH OPTIONS"] + _options(cmd, _ctx(cmd, name, root))
+    body += [".SH EXAMPLES"]
+    for text, example in EXAMPLES.get(name, []):
+        body += [".PP", _esc(text), ".PP", ".RS 4", ".nf", _opt(example), ".fi", ".RE"]
+    body += [".SH EXIT STATUS"]
+    for code, text in EXIT_STATUS:
+        body += [".TP", f".B {code}", _esc(text)]
+    others = ["dpcalc"] + [f"dpcalc-{c}" for c in COMMANDS]
+    body += [".SH SEE ALSO", ", ".join(f"\\fB{_opt(o)}\\fR(1)" for o in others if o != title)]
+    return "\n".join(head + body) + "\n"
+
+
+def pages() -> dict[str, str]:
+    """File name → page text for every page."""
+    out = {"dpcalc.1": render_page("dpcalc")}
+    for name in COMMANDS:
+        out[f"dpcalc-{name}.1"] = render_page(name)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    target = Path(argv[0] if argv else "man")
+    target.mkdir(exist_ok=True)
+    for fname, text in pages().items():
+        (target / fname).write_text(text, encoding="utf-8")
+        print(f"wrote {target / fname}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

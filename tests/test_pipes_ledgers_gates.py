@@ -1,0 +1,238 @@
+"""Pipes between commands, ledgers, budget gates, bare values, man pages, completion."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = ROOT / "examples" / "privacy.toml"
+SCHEMA = json.loads(resources.files("dpcalc").joinpath("schema/result-v1.schema.json").read_text())
+
+
+def run(args, input=None):
+    return CliRunner().invoke(cli, args.split() if isinstance(args, str) else args, input=input)
+
+
+def doc(args, input=None):
+    r = run(args, input)
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    jsonschema.validate(d, SCHEMA)
+    return d
+
+
+# ---------------------------------------------------------------- pipes
+
+
+def test_calibrate_amplify_compose_pipe():
+    a = run("calibrate gaussian --epsilon 1 --delta 1e-6 --json").stdout
+    b = run("amplify --rate 0.01 --json", a).stdout
+    d = doc("compose --times 5000 --delta 1e-5 --json", b)
+    assert d["objects"][0]["type"] == "composed"
+    best = [r for r in d["rows"] if r["tightest"]][0]
+    # Same as composing the subsampled Gaussian directly.
+    sigma = json.loads(a)["objects"][0]["sigma"]
+    direct = doc(f"compose mixed --subsampled-gaussian 0.01,{sigma!r},5000 --delta 1e-5 --json")
+    assert best["epsilon"] == pytest.approx(direct["rows"][0]["epsilon"], rel=1e-12)
+
+
+def test_several_documents_compose_together_and_match_exact_gaussian():
+    one = run("calibrate gaussian --mu 0.3 --json").stdout
+    two = run("calibrate gaussian --mu 0.4 --json").stdout
+    d = doc("compose --delta 1e-5 --json", one + two)
+    gdp_row = [r for r in d["rows"] if r["method"] == "gdp"][0]
+    assert gdp_row["mu"] == pytest.approx(0.5)
+    assert gdp_row["bound"] == "exact" and gdp_row["tightest"]
+
+
+def test_bare_objects_and_lists_are_accepted():
+    d = doc("convert --delta 1e-5 --json", '[{"type": "gdp", "mu": 1}, {"type": "zcdp", "rho": 0.5}]')
+    assert {r["method"] for r in d["rows"]} >= {"gdp", "zcdp-rdp"}
+    d = doc("group --size 3 --json", '{"type": "zcdp", "rho": 0.1}')
+    assert d["rows"][0]["rho"] == pytest.approx(0.9)
+
+
+def test_pipe_through_real_processes(tmp_path):
+    exe = [sys.executable, "-m", "dpcalc"]
+    p1 = subprocess.run(
+        exe + ["calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-6", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    p2 = subprocess.run(
+        exe + ["amplify", "--rate", "0.01", "--json"], input=p1.stdout, capture_output=True, text=True, check=True
+    )
+    p3 = subprocess.run(
+        exe + ["compose", "--times", "5000", "--delta", "1e-5", "--value", "epsilon"],
+        input=p2.stdout,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert 0 < float(p3.stdout.strip()) < 1
+    f = tmp_path / "mech.json"
+    f.write_text(p1.stdout)
+    p4 = subprocess.run(exe + ["group", "--input", str(f), "--size", "2", "--json"], capture_output=True, text=True)
+    assert p4.returncode == 0 and json.loads(p4.stdout)["rows"]
+
+
+PIPE_ERRORS = [
+    ("compose --delta 1e-5", '{"schema_version": 99, "objects": []}', "schema_version 99"),
+    ("compose --delta 1e-5", "{not json", "not valid JSON"),
+    ("compose --delta 1e-5", "", "no input"),
+    ("compose --delta 1e-5", '{"type": "gaussian"}', "field 'sigma' is missing"),
+    ("compose --delta 1e-5", '{"type": "warp"}', "unknown type 'warp'"),
+    ("compose --delta 1e-5", '{"type": "gaussian", "sigma": -2}', "must be a number > 0"),
+    ("amplify --rate 0.1", '{"type": "zcdp", "rho": 1}', "amplify takes"),
+    ("compose --delta 1e-5", '{"schema_version": 1, "command": "calibrate", "objects": []}', "no privacy object"),
+    ("compose --input /nonexistent/x.json --delta 1e-5", None, "--input"),
+    ("convert --to tradeoff", '{"type": "zcdp", "rho": 1}', "--to tradeoff"),
+]
+
+
+@pytest.mark.parametrize("args, stdin, mentions", PIPE_ERRORS)
+def test_bad_pipe_input_is_one_clear_line(args, stdin, mentions):
+    r = run(args, stdin)
+    assert r.exit_code == 2
+    assert r.stderr.startswith("Error:") and r.stderr.count("\n") == 1
+    assert mentions in r.stderr
+
+
+# ---------------------------------------------------------------- ledgers
+
+
+def test_example_ledger_totals_and_shares():
+    d = doc(f"compose --ledger {LEDGER} --json")
+    entries = [r for r in d["rows"] if r["row"] == "entry"]
+    totals = [r for r in d["rows"] if r["row"] == "total"]
+    assert len(entries) == 4
+    assert sum(r["share_pct"] for r in entries) == pytest.approx(100)
+    best = [r for r in totals if r["tightest"]][0]
+    # The total is more than any single entry and less than their sum.
+    assert max(r["epsilon"] for r in entries) < best["epsilon"] < sum(r["epsilon"] for r in entries)
+    assert d["inputs"]["delta"] == 1e-6
+
+
+def test_ledger_json_form_matches_toml(tmp_path):
+    import tomllib
+
+    data = tomllib.loads(LEDGER.read_text())
+    p = tmp_path / "ledger.json"
+    p.write_text(json.dumps(data))
+    a = doc(f"compose --ledger {LEDGER} --value epsilon".replace("--value epsilon", "--json"))
+    b = doc(f"compose --ledger {p} --json")
+    assert [r["epsilon"] for r in a["rows"]] == [r["epsilon"] for r in b["rows"]]
+
+
+LEDGER_ERRORS = [
+    ('[[release]]\nname = "a"\nmechanism = "gaussian"\nsigma = 1\nrate = 1.5\n', "release 1 ('a'): field 'rate'"),
+    ('[[release]]\nname = "a"\nmechanism = "gaussian"\nsigmaa = 1\n', "unknown field 'sigmaa'"),
+    ('[[release]]\nmechanism = "fourier"\n', "field 'mechanism' must be one of"),
+    ('[[release]]\nname = "x"\nmechanism = "gaussian"\n', "exactly one of 'sigma' or 'noise_multiplier'"),
+    (
+        '[ledger]\nneighbours = "substitution"\n[[release]]\nmechanism = "gaussian"\nsigma = 1\nrate = 0.1\n',
+        "poisson sampling is analysed with add-remove",
+    ),
+    ("[[release]\nmechanism = 1", "not valid TOML"),
+    ('[ledger]\ndelta = 2\n[[release]]\nmechanism = "dp"\nepsilon = 1\n', "field 'delta'"),
+    ('[ledger]\n[[release]]\nmechanism = "dp"\nepsilon = 1\ndelta = 0.1\ntimes = 2.5\n', "field 'times'"),
+    ("[ledger]\nname = 'empty'\n", "no [[release]] entries"),
+]
+
+
+@pytest.mark.parametrize("text, mentions", LEDGER_ERRORS)
+def test_ledger_errors_name_entry_and_field(tmp_path, text, mentions):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    r = run(f"compose --ledger {p} --delta 1e-5")
+    assert r.exit_code == 2, r.stdout
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
+    assert mentions in r.stderr
+    assert str(p) in r.stderr or "not valid" in r.stderr
+
+
+# ---------------------------------------------------------------- gates and bare values
+
+
+def test_budget_gate_exit_codes_and_json_still_printed():
+    over = run("compose gaussian --sigma 2 --times 100 --delta 1e-5 --max-epsilon 5 --json")
+    assert over.exit_code == 1
+    assert over.stderr.startswith("budget exceeded: ε = ") and over.stderr.count("\n") == 1
+    d = json.loads(over.stdout)
+    assert d["budget"]["exceeded"] is True
+    under = run("compose gaussian --sigma 2 --times 100 --delta 1e-5 --max-epsilon 50 --json")
+    assert under.exit_code == 0 and json.loads(under.stdout)["budget"]["exceeded"] is False
+
+
+def test_gate_ignores_approximate_rows():
+    # At q=0.01, σ=0.6, T=1000 the CLT value is below the RDP one: a budget between them must fail.
+    d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --json")
+    clt = [r for r in d["rows"] if r["method"] == "gdp-clt"][0]["epsilon"]
+    rdp = [r for r in d["rows"] if r["method"] == "rdp"][0]["epsilon"]
+    mid = (clt + rdp) / 2
+    r = run(f"plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --max-epsilon {mid}")
+    assert r.exit_code == 1
+
+
+def test_ledger_budget_from_file_and_option():
+    assert run(f"compose --ledger {LEDGER}").exit_code == 0  # max_epsilon = 8 in the file
+    r = run(f"compose --ledger {LEDGER} --max-epsilon 1")
+    assert r.exit_code == 1 and "budget exceeded" in r.stderr
+
+
+def test_value_prints_bare_numbers():
+    r = run("compose gaussian --sigma 2 --times 100 --delta 1e-5 --value epsilon")
+    assert r.exit_code == 0
+    lines = r.stdout.strip().splitlines()
+    assert len(lines) == 1 and float(lines[0]) > 0
+    from dpcalc.core.gaussian import sigma_analytic
+
+    r = run("calibrate gaussian --epsilon 1,2 --delta 1e-5 --value sigma")
+    assert [float(x) for x in r.stdout.split()] == [sigma_analytic(1.0, 1e-5), sigma_analytic(2.0, 1e-5)]
+    bad = run("calibrate gaussian --epsilon 1 --delta 1e-5 --value nope")
+    assert bad.exit_code == 2 and "--value" in bad.stderr
+
+
+def test_ndjson_rows():
+    r = run("plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-5 --per-epoch --accountant rdp --format ndjson")
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert len(rows) == 1 and rows[0]["method"] == "rdp"
+    r = run("group dp --epsilon 0.5 --delta 1e-7 --size 1:5:5 --format ndjson")
+    assert len(r.stdout.splitlines()) == 10
+
+
+# ---------------------------------------------------------------- man pages and completion
+
+
+def test_man_pages_match_the_cli():
+    from dpcalc.manpage import pages
+
+    for name, text in pages().items():
+        committed = (ROOT / "man" / name).read_text(encoding="utf-8")
+        assert committed == text, f"man/{name} is stale: run python -m dpcalc.manpage"
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff not installed")
+def test_man_pages_render_cleanly():
+    for page in sorted((ROOT / "man").glob("*.1")):
+        r = subprocess.run(["groff", "-k", "-man", "-Tutf8", "-ww", "-z", str(page)], capture_output=True, text=True)
+        assert r.returncode == 0 and r.stderr == "", (page, r.stderr)
+
+
+def test_shell_completion_script():
+    env = dict(os.environ, _DPCALC_COMPLETE="bash_source")
+    r = subprocess.run(
+        [sys.executable, "-c", "from dpcalc.cli import main; main()"], env=env, capture_output=True, text=True
+    )
+    assert r.returncode == 0 and "_dpcalc_completion" in r.stdout
