@@ -170,7 +170,7 @@ def compose_parts(parts: list[Part], delta: float) -> list[Total]:
     if orders is None:
         e, a = _rdp.optimal_epsilon(fn, np.array([d_rest]))
     else:
-        e, a = _rdp.optimal_epsilon(fn, np.array([d_rest]), orders=orders, refine_steps=0)
+        e, a = _rdp.optimal_epsilon(fn, np.array([d_rest]), orders=orders, refine_steps=0, extend=False)
     totals.append(Total("rdp" + suffix, "upper", float(e[0]) + dp_eps, delta, order=float(a[0])))
     return totals
 

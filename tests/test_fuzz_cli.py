@@ -152,3 +152,50 @@ def test_extremes_give_finite_sound_numbers(args):
         # A printed δ of exactly 0 must come from an input δ of 0, not underflow.
         if row.get("delta") == 0.0:
             assert doc["inputs"].get("delta", 0) == 0
+
+
+PIPE_INPUTS = [
+    "",
+    "{",
+    "[]",
+    "null",
+    "42",
+    '{"type": "gaussian", "sigma": 1e-300}',
+    '{"type": "gaussian", "sigma": 1e300}',
+    '{"type": "dp", "epsilon": 1e3, "delta": 0.999}',
+    '{"type": "gdp", "mu": 1e200}',
+    '{"type": "rdp", "orders": [2], "values": [1e300]}',
+    '{"schema_version": 1, "objects": [{"type": "zcdp", "rho": 0}]}',
+    '{"type": "subsampled", "rate": 1e-9, "inner": {"type": "gaussian", "sigma": 0.05}}',
+    '{"type": "composed", "parts": [{"times": 1e9, "of": {"type": "laplace", "scale": 1e-5}}]}',
+    '{"type": "subsampled", "rate": 0.5, "inner": {"type": "subsampled", "rate": 0.5, "inner": {"type": "gdp"}}}',
+]
+PIPE_ARGS = [
+    "compose --delta 1e-5",
+    "compose --times 1e9 --delta 1e-300",
+    "amplify --rate 1e-9",
+    "group --size 1e6",
+    "convert --delta 1e-300",
+    "convert --epsilon 1e3",
+    "compose --ledger /dev/null --delta 1e-5",
+]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(PIPE_ARGS), st.sampled_from(PIPE_INPUTS), st.booleans())
+def test_pipe_input_never_crashes(args, stdin, as_json):
+    r = CliRunner().invoke(cli, args.split() + (["--json"] if as_json else []), input=stdin)
+    out = r.stdout + r.stderr
+    assert r.exit_code in (0, 1, 2), (args, stdin, out, r.exception)
+    assert "Traceback" not in out and "internal error" not in out and "Warning" not in out, (args, stdin, out)
+    if r.exit_code == 2:
+        assert r.stderr.startswith("Error:") and r.stderr.count("\n") == 1, (args, stdin, r.stderr)
+
+
+@pytest.mark.parametrize("args", EXTREMES[:6] + ["compose --ledger examples/privacy.toml"])
+def test_same_command_same_bytes(args, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+    outs = {CliRunner().invoke(cli, args.split()).stdout for _ in range(3)}
+    assert len(outs) == 1

@@ -92,3 +92,54 @@ def test_scalar_and_vector_calls_agree(epsilons, delta):
     vec = gaussian.sigma_analytic(np.array(epsilons), delta)
     for e, v in zip(epsilons, vec):
         assert gaussian.sigma_analytic(e, delta) == v
+
+
+@given(mu_st, log_delta_st, log_delta_st)
+def test_gdp_epsilon_decreases_with_delta(mu, d1, d2):
+    assume(d1 != d2)
+    lo, hi = sorted((d1, d2))
+    assert gdp.epsilon(mu, hi) <= gdp.epsilon(mu, lo)
+
+
+@given(q_st, q_st, sigma_st, st.integers(1, 2000), log_delta_st)
+def test_sgd_more_sampling_more_epsilon(q1, q2, s, t, delta):
+    assume(abs(q1 - q2) > 1e-3 * max(q1, q2))
+    lo, hi = sorted((q1, q2))
+    assert sgd.epsilon(lo, s, t, delta) <= sgd.epsilon(hi, s, t, delta) * (1 + 1e-6) + 1e-12
+
+
+@given(st.floats(0.4, 20), st.integers(1, 5000), log_delta_st, log_delta_st)
+def test_sgd_epsilon_decreases_with_delta(s, t, d1, d2):
+    assume(d1 != d2)
+    lo, hi = sorted((d1, d2))
+    assert sgd.epsilon(0.01, s, t, hi) <= sgd.epsilon(0.01, s, t, lo) * (1 + 1e-9)
+
+
+@given(st.floats(0, 3), st.floats(0, 1e-4), st.integers(1, 500), st.integers(1, 500))
+def test_group_monotone_in_size(e, d, k1, k2):
+    lo, hi = sorted((k1, k2))
+    e1, d1 = group.dp_tight(e, d, lo)
+    e2, d2 = group.dp_tight(e, d, hi)
+    assert e1 <= e2 and d1 <= d2
+
+
+@given(st.floats(1e-3, 1.0), st.floats(0, 1e-6), st.integers(1, 300), st.integers(1, 300))
+def test_optimal_composition_monotone_in_times(e0, d0, k1, k2):
+    lo, hi = sorted((k1, k2))
+    dt = 1e-3
+    assume(1 - (1 - d0) ** hi < dt)
+    assert composition.optimal_homogeneous(e0, d0, lo, dt) <= composition.optimal_homogeneous(e0, d0, hi, dt) + 1e-9
+
+
+@given(st.lists(st.tuples(st.floats(0.5, 50), st.integers(1, 1000)), min_size=1, max_size=4), log_delta_st)
+def test_composed_objects_bound_ordering(specs, delta):
+    from dpcalc.accounting import compose_parts, flatten, shares
+    from dpcalc.model import Composed, Gaussian
+
+    obj = Composed(tuple((Gaussian(s, 1.0), t) for s, t in specs))
+    parts = flatten(obj)
+    totals = {t.method: t.epsilon for t in compose_parts(parts, delta)}
+    # Exact GDP is never above the zCDP and RDP bounds for Gaussians.
+    assert totals["gdp"] <= totals["zcdp-rdp"] * (1 + 1e-9)
+    assert totals["gdp"] <= totals["rdp"] * (1 + 1e-9)
+    assert sum(shares(parts, delta)) == np.float64(1.0) or abs(sum(shares(parts, delta)) - 1) < 1e-9

@@ -65,6 +65,13 @@ class DpcalcGroup(click.Group):
         except UnrepresentableResult as exc:
             click.echo(f"Error: {_one_line(str(exc))}", err=True)
             code = int(ExitCode.USAGE)
+        except OverflowError:
+            click.echo(
+                "Error: an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
+                "values (for example a smaller μ, ρ, k or a larger σ).",
+                err=True,
+            )
+            code = int(ExitCode.USAGE)
         except ValidationError as exc:
             # Raised by the core for a value outside a formula's domain.
             click.echo(f"Error: {_one_line(_option_message(exc))}", err=True)

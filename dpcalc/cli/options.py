@@ -99,6 +99,8 @@ def parse_grid(text: str, max_points: int = MAX_GRID_POINTS) -> tuple[float, ...
                 raise ValueError(f"the count in {item!r} must be from 1 to {max_points}")
             if n > 1 and start == stop:
                 raise ValueError(f"the range {item!r} is empty (START equals STOP)")
+            if start > stop:
+                raise ValueError(f"the range {item!r} is reversed (START is above STOP); write it low to high")
             if log and (start <= 0 or stop <= 0):
                 raise ValueError(f"a :log range needs START and STOP > 0, got {item!r}")
             if n == 1:

@@ -96,4 +96,6 @@ def read_objects(source: str) -> list[tuple[object, str]]:
                 out.append((from_dict(item, w), w))
             except ObjectError as exc:
                 raise click.UsageError(str(exc)) from None
+    if not out:
+        raise click.UsageError(f"{name} holds no privacy object (an empty list?); nothing to do.")
     return out

@@ -97,7 +97,7 @@ def _log_expm1(x):
         return np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30))))
 
 
-def _log_a_minus_1_int(q, sigma, alpha: int):
+def _log_a_minus_1_int(q, sigma, alpha: int, _chunk: int = 20_000_000):
     """log(A_α − 1) for integer α >= 2 ([MTZ] §3.2), exact and free of cancellation.
 
     By the binomial theorem Σ_k C(α,k)(1−q)^{α−k} q^k = 1, so
@@ -105,6 +105,11 @@ def _log_a_minus_1_int(q, sigma, alpha: int):
     terms only, accurate even when A_α − 1 is far below machine precision.
     q and sigma are 1-D of equal length.
     """
+    step = max(1, _chunk // alpha)
+    if q.size > step:  # bound memory: cases × α terms at a time
+        return np.concatenate(
+            [_log_a_minus_1_int(q[i : i + step], sigma[i : i + step], alpha) for i in range(0, q.size, step)]
+        )
     k = np.arange(2, alpha + 1, dtype=np.float64)[None, :]
     q = q[:, None]
     s2 = (sigma * sigma)[:, None]
@@ -294,6 +299,8 @@ def delta_from_curve(orders, rdp, epsilon):
 
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+#: Largest order tried when the optimum sits at the top of the grid.
+_MAX_ORDER = 2.0**16
 
 
 def optimal_epsilon(
@@ -302,6 +309,7 @@ def optimal_epsilon(
     orders: np.ndarray = DEFAULT_ORDERS,
     *,
     refine_steps: int = 30,
+    extend: bool = True,
 ):
     """Minimise the improved conversion over a grid of α and refine the best bracket.
 
@@ -326,6 +334,21 @@ def optimal_epsilon(
     i = np.argmin(eps, axis=1)
     best_e = eps[np.arange(n), i]
     best_a = orders[i].astype(float)
+    # Tiny δ or tiny RDP push the optimum past the grid: keep doubling the
+    # order while it still helps (each order is a valid bound).
+    at_top = (i == orders.size - 1) & extend
+    alpha = float(orders[-1])
+    while at_top.any() and alpha < _MAX_ORDER:
+        alpha *= 2
+        sel = np.flatnonzero(at_top)
+        a_col = np.full((sel.size, 1), alpha)
+        full = np.broadcast_to(orders[:1], (n, 1)).astype(float).copy()
+        full[sel] = alpha
+        e_new = _eps_terms(a_col, rdp_fn(full)[sel], log_d[sel])[:, 0]
+        better = e_new < best_e[sel]
+        best_e[sel[better]] = e_new[better]
+        best_a[sel[better]] = alpha
+        at_top[sel[~better]] = False
     if refine_steps <= 0:
         return np.maximum(best_e, 0.0), best_a
     lo = orders[np.maximum(i - 1, 0)].astype(float)
