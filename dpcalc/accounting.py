@@ -129,13 +129,49 @@ class Total:
     mu: float | None = None
     rho: float | None = None
     order: float | None = None
+    #: A certified lower bound on the true ε (PLD only).
+    epsilon_lower: float | None = None
 
 
-def compose_parts(parts: list[Part], delta: float) -> list[Total]:
+#: Part kinds the PLD engine can account for.
+PLD_KINDS = ("gauss", "laplace", "sgauss", "dp", "pure")
+
+
+def pld_total(parts: list[Part], delta: float) -> Total | None:
+    """Tight total by privacy loss distributions, with a certified interval (None if a part is not supported)."""
+    from dpcalc.core import pld
+
+    if not parts or any(p.kind not in PLD_KINDS for p in parts) or delta < pld.MIN_DELTA:
+        return None
+    mechs = []
+    for p in parts:
+        if p.kind == "gauss":
+            mechs.append((pld.gaussian(p.mu), p.times))
+        elif p.kind == "laplace":
+            mechs.append((pld.laplace(p.epsilon), p.times))
+        elif p.kind == "sgauss":
+            mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
+        else:
+            mechs.append((pld.dp(p.epsilon, p.delta), p.times))
+    try:
+        with np.errstate(all="ignore"):
+            ans = pld.epsilon(mechs, delta)
+    except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+        return None  # beyond what the PLD grid can represent; the other methods answer
+    if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
+        return None
+    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]))
+
+
+def compose_parts(parts: list[Part], delta: float, with_pld: bool = False) -> list[Total]:
     """Total ε at δ of all parts, by every applicable sound method (tightest first is not implied)."""
     if not parts:
         raise ObjectError("nothing to compose")
     totals: list[Total] = []
+    if with_pld:
+        t = pld_total(parts, delta)
+        if t is not None:
+            totals.append(t)
     dp_parts = [p for p in parts if p.kind == "dp"]
     rest = [p for p in parts if p.kind != "dp"]
     dp_eps = float(sum(p.times * p.epsilon for p in dp_parts))

@@ -39,11 +39,15 @@ def test_calibrate_amplify_compose_pipe():
     b = run("amplify --rate 0.01 --json", a).stdout
     d = doc("compose --times 5000 --delta 1e-5 --json", b)
     assert d["objects"][0]["type"] == "composed"
-    best = [r for r in d["rows"] if r["tightest"]][0]
-    # Same as composing the subsampled Gaussian directly.
+    by = {r["method"]: r for r in d["rows"]}
+    # Same numbers as composing the subsampled Gaussian directly.
     sigma = json.loads(a)["objects"][0]["sigma"]
     direct = doc(f"compose mixed --subsampled-gaussian 0.01,{sigma!r},5000 --delta 1e-5 --json")
-    assert best["epsilon"] == pytest.approx(direct["rows"][0]["epsilon"], rel=1e-12)
+    direct_by = {r["method"]: r for r in direct["rows"]}
+    assert by["rdp"]["epsilon"] == pytest.approx(direct_by["rdp"]["epsilon"], rel=1e-12)
+    assert by["pld"]["epsilon"] == pytest.approx(direct_by["pld"]["epsilon"], rel=1e-12)
+    # The tight engine is marked and is below RDP.
+    assert by["pld"]["tightest"] and by["pld"]["epsilon"] < by["rdp"]["epsilon"]
 
 
 def test_several_documents_compose_together_and_match_exact_gaussian():

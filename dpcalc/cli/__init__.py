@@ -65,7 +65,7 @@ class DpcalcGroup(click.Group):
         except UnrepresentableResult as exc:
             click.echo(f"Error: {_one_line(str(exc))}", err=True)
             code = int(ExitCode.USAGE)
-        except OverflowError:
+        except (OverflowError, ZeroDivisionError):
             click.echo(
                 "Error: an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
                 "values (for example a smaller μ, ρ, k or a larger σ).",

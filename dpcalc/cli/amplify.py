@@ -164,6 +164,7 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         )
     m = c.mesh(sigma=sigma, rate=rate, steps=steps, delta=delta)
     e_rdp = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "rdp")
+    lo_pld, e_pld = sgd.pld_interval(m["rate"], m["sigma"], m["steps"], m["delta"])
     mu = gdp.clt_mu(m["rate"], m["sigma"], m["steps"])
     e_clt = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "gdp-clt")
     rows, objects = [], []
@@ -174,14 +175,22 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
             "steps": int(m["steps"][i]),
             "delta": c.f(m["delta"][i]),
         }
-        rows.append(dict(base, epsilon=c.f(e_rdp[i]), mu=None, method="rdp", bound="upper"))
-        rows.append(dict(base, epsilon=c.f(e_clt[i]), mu=c.f(mu[i]), method="gdp-clt", bound="approximate"))
+        rows.append(
+            dict(base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper")
+        )
+        rows.append(dict(base, epsilon=c.f(e_rdp[i]), epsilon_lower=None, mu=None, method="rdp", bound="upper"))
+        rows.append(
+            dict(base, epsilon=c.f(e_clt[i]), epsilon_lower=None, mu=c.f(mu[i]), method="gdp-clt", bound="approximate")
+        )
         objects.append(Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(m["rate"][i]), "poisson", "add-remove"))
     warnings = []
+    if not np.isfinite(e_pld).all():
+        warnings.append("pld could not be computed for some inputs (the loss distribution needs too large a grid); "
+                        "rdp is shown there.")
     if (e_clt < e_rdp).any():
         warnings.append(
-            "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; use the rdp row "
-            "as the guarantee."
+            "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "
+            "are guarantees."
         )
     cols = [
         ("sigma", "σ"),
@@ -189,6 +198,7 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         ("steps", "T", "int"),
         ("delta", "δ"),
         ("mu", "μ (CLT)", "float", "up"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε", "float", "up"),
     ]
     return c.emit_rows(

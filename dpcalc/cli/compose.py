@@ -67,16 +67,23 @@ def _mark_tightest(rows, key_fields):
     [("epsilon", NONNEGATIVE, None), ("delta", PROB_OR_ZERO, 0.0), ("times", COUNT, 1.0)],
     "A heterogeneous release EPSILON[,DELTA[,TIMES]]; repeat for each kind (basic composition).",
 )
+@number_option(
+    "--target-delta",
+    allowed=PROBABILITY,
+    default=None,
+    help="With --release: also report the tight total ε at this δ by privacy loss distributions (pld).",
+)
 @output_options
 @budget_option
-def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
+def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json):
     """k-fold composition of (ε, δ)-DP mechanisms: basic, advanced, optimal.
 
     \b
     basic     (kε, kδ)                                       Dwork & Roth Thm 3.16
     advanced  (√(2k ln(1/δ′))ε + kε(e^ε−1), kδ + δ′)           Dwork, Rothblum & Vadhan 2010
     optimal   smallest ε at the same kδ + δ′                   Kairouz, Oh & Viswanath 2015, Thm 3.3
-    Heterogeneous lists (--release, repeated) use basic composition.
+    Heterogeneous lists (--release, repeated) use basic composition, and with
+    --target-delta the tight composition by privacy loss distributions.
 
     \b
     Examples:
@@ -102,18 +109,41 @@ def dp(epsilon, delta, times, delta_prime, releases, fmt, as_json):
             [r["epsilon"] for r in releases], [r["delta"] for r in releases], [r["times"] for r in releases]
         )
         rows = [{"releases": len(releases), "epsilon": e, "delta": d, "method": "basic", "bound": "upper"}]
+        if target_delta is not None:
+            from dpcalc.accounting import Part, pld_total
+
+            parts = [Part("dp", int(r["times"]), epsilon=r["epsilon"], delta=r["delta"]) for r in releases]
+            if not d < target_delta:
+                raise click.UsageError(
+                    f"Invalid value for '--target-delta': {target_delta:g} — it must exceed the δ the releases spend "
+                    f"on their own ({d:g})."
+                )
+            t = pld_total(parts, float(target_delta))
+            if t is not None:
+                rows.append(
+                    {
+                        "releases": len(releases),
+                        "epsilon_lower": t.epsilon_lower,
+                        "epsilon": t.epsilon,
+                        "delta": t.delta,
+                        "method": "pld",
+                        "bound": "upper",
+                    }
+                )
         cols = [
             ("releases", "releases", "int"),
+            ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
             ("epsilon", "ε total", "float", "up"),
             ("delta", "δ total", "float", "up"),
         ]
+        cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
         obj = Composed(tuple((DP(r["epsilon"], r["delta"]), int(r["times"])) for r in releases))
         warnings = ["the total δ is 1 or more: the guarantee says nothing."] if d >= 1 else []
         return c.emit_rows(
             "compose dp",
             {"releases": [dict(r) for r in releases]},
             cols,
-            _mark_tightest(rows, []),
+            _mark_tightest(rows, ["delta"]),
             fmt,
             as_json,
             tail=("tightest", "method", "bound"),
@@ -451,6 +481,26 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
             {"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure", "bound": "upper"}
             for i in range(d.size)
         ]
+    from dpcalc.accounting import Part, pld_total
+
+    pld_parts = (
+        [Part("gauss", int(p["times"]), mu=p["sensitivity"] / p["sigma"]) for p in gaussians]
+        + [Part("sgauss", int(p["times"]), rate=p["rate"], sigma=p["sigma"]) for p in subsampled]
+        + [Part("laplace", int(p["times"]), epsilon=p["sensitivity"] / p["scale"]) for p in laplaces]
+    )
+    for i in range(d.size):
+        t = pld_total(pld_parts, float(d[i]))
+        if t is not None:
+            rows.append(
+                {
+                    "delta": c.f(d[i]),
+                    "epsilon": t.epsilon,
+                    "epsilon_lower": t.epsilon_lower,
+                    "order": None,
+                    "method": "pld",
+                    "bound": "upper",
+                }
+            )
     _mark_tightest(rows, ["delta"])
     parts = tuple(
         [(Gaussian(p["sigma"], p["sensitivity"]), int(p["times"])) for p in gaussians]
@@ -460,7 +510,13 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
         ]
         + [(Laplace(p["scale"], p["sensitivity"]), int(p["times"])) for p in laplaces]
     )
-    cols = [("delta", "δ"), ("epsilon", "ε total", "float", "up"), ("order", "best α")]
+    cols = [
+        ("delta", "δ"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
+        ("epsilon", "ε total", "float", "up"),
+        ("order", "best α"),
+    ]
+    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
     inputs = {
         "gaussian": [dict(p) for p in gaussians],
         "subsampled_gaussian": [dict(p) for p in subsampled],
@@ -518,7 +574,7 @@ def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
     require("delta", delta, "the total ε is reported at this δ")
     try:
         parts = [p for obj, where in objs for p in flatten(obj, times, where)]
-        totals = compose_parts(parts, delta)
+        totals = compose_parts(parts, delta, with_pld=True)
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     rows = [
@@ -530,6 +586,7 @@ def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
             "rho": t.rho,
             "epsilon": t.epsilon,
             "order": t.order,
+            "epsilon_lower": t.epsilon_lower,
             "method": t.method,
             "bound": t.bound,
         }
@@ -543,6 +600,7 @@ def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
         ("delta", "δ"),
         ("mu", "μ total", "float", "up"),
         ("rho", "ρ total", "float", "up"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε total", "float", "up"),
         ("order", "best α"),
     ]
@@ -572,7 +630,7 @@ def _compose_ledger(path, delta, fmt, as_json):
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
         parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
         flat = [p for ps in parts for p in ps]
-        totals = compose_parts(flat, d)
+        totals = compose_parts(flat, d, with_pld=True)
         per_entry = [compose_parts(ps, d) if all(p.kind != "dp" for p in ps) else None for ps in parts]
         share = shares(flat, d)
     except ObjectError as exc:
@@ -595,6 +653,7 @@ def _compose_ledger(path, delta, fmt, as_json):
             cost, method, bound, de = t.epsilon, t.method, t.bound, t.delta
         rows.append(
             {
+                "epsilon_lower": None,
                 "row": "entry",
                 "entry": e.name,
                 "mechanism": lg.describe(e.obj),
@@ -614,6 +673,7 @@ def _compose_ledger(path, delta, fmt, as_json):
             "mechanism": f"{len(book.entries)} releases",
             "times": None,
             "epsilon": t.epsilon,
+            "epsilon_lower": t.epsilon_lower,
             "delta": t.delta,
             "share_pct": None,
             "method": t.method,
@@ -634,10 +694,12 @@ def _compose_ledger(path, delta, fmt, as_json):
         ("entry", "release", "text"),
         ("mechanism", "mechanism", "text"),
         ("times", "k", "int"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε", "float", "up"),
         ("delta", "δ", "float", "up"),
         ("share_pct", "share %"),
     ]
+    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
     obj = Composed(tuple((e.obj, e.times) for e in book.entries))
     return c.emit_rows(
         "compose",

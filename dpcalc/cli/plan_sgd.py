@@ -20,7 +20,7 @@ from dpcalc.cli.options import (
 MAX_CURVE_POINTS = 10_000
 
 #: Accountant names the CLI accepts; "all" shows every engine side by side.
-ACCOUNTANT_CHOICES = ["rdp", "gdp-clt", "all"]
+ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
 
 
 @click.command("plan-sgd", context_settings=CONTEXT)
@@ -125,8 +125,9 @@ def plan_sgd(
             )
 
     if accountant is None:
-        accountant = "rdp" if target_epsilon is not None else "all"
-    engines = ["rdp", "gdp-clt"] if accountant == "all" else [accountant]
+        engines = ["rdp"] if target_epsilon is not None else ["rdp", "gdp-clt"]
+    else:
+        engines = ["rdp", "pld", "gdp-clt"] if accountant == "all" else [accountant]
     inputs = c.echo_inputs(
         dataset_size=dataset_size,
         batch_size=batch_size,
@@ -189,7 +190,12 @@ def plan_sgd(
     idx = np.array([p[0] for p in points])
     t_arr = np.array([p[2] for p in points])
     rows = []
-    eps_by_engine = {e: sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e) for e in engines}
+    eps_by_engine, lower = {}, None
+    for e in engines:
+        if e == "pld":
+            lower, eps_by_engine[e] = sgd.pld_interval(q[idx], m["sigma"][idx], t_arr, m["delta"][idx])
+        else:
+            eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e)
     from dpcalc.core import gdp as g
 
     mu = g.clt_mu(q[idx], m["sigma"][idx], t_arr)
@@ -204,19 +210,28 @@ def plan_sgd(
             "delta": c.f(m["delta"][i]),
         }
         for e in engines:
+            if not np.isfinite(eps_by_engine[e][k]):
+                warnings.append(f"{e} could not be computed for some inputs (too large a grid); see the other rows.")
+                continue
             rows.append(
                 dict(
                     base,
                     epsilon=c.f(eps_by_engine[e][k]),
+                    epsilon_lower=c.f(lower[k]) if e == "pld" else None,
                     mu=c.f(mu[k]) if e == "gdp-clt" else None,
                     method=e,
                     bound=sgd.ACCOUNTANTS[e].bound,
                 )
             )
+    if "pld" in engines:
+        notes.append(
+            "pld: ε is a certified upper bound and 'ε ≥' a certified lower bound on the true ε (privacy "
+            "loss distributions, pessimistic and optimistic discretisation)."
+        )
     if "gdp-clt" in engines:
         warnings.append(
             "gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. "
-            "2021); the rdp row is the guarantee."
+            "2021); the rdp and pld rows are guarantees."
         )
     cols = [
         Column("dataset_size", "N", "int"),
@@ -227,6 +242,7 @@ def plan_sgd(
         Column("steps", "steps", "int"),
         Column("delta", "δ"),
         Column("mu", "μ (CLT)", safe="up"),
+        Column("epsilon_lower", "ε ≥ (certified)", safe="down"),
         Column("epsilon", "ε", safe="up"),
         Column("method", "method", "text"),
         Column("bound", "bound", "text"),

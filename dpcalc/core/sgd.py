@@ -62,6 +62,38 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30):
     return eps
 
 
+def pld_interval(q, sigma, steps, delta, **kw):
+    """Certified [lower, upper] on ε by PLD for each case (one FFT composition per case).
+
+    NaN marks a case the PLD grid cannot represent (e.g. σ so small that the
+    loss distribution needs more than the largest grid); use RDP there.
+    """
+    from . import pld
+
+    q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    lo, up = np.empty(q.size), np.empty(q.size)
+    cache: dict = {}
+    for i in range(q.size):
+        key = (float(q[i]), float(sigma[i]), float(steps[i]))
+        if key not in cache:
+            cache[key] = {}
+        try:
+            if delta[i] < pld.MIN_DELTA:
+                raise ValueError("δ below the PLD range")
+            with np.errstate(all="ignore"):
+                ans = pld.epsilon([(pld.subsampled_gaussian(key[0], key[1]), int(key[2]))], delta[i], **kw)
+            lo[i], up[i] = ans.lower[0], ans.upper[0]
+        except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+            lo[i] = up[i] = np.nan  # beyond what the PLD grid can represent; callers say so
+        if not (np.isfinite(lo[i]) and np.isfinite(up[i])):
+            lo[i] = up[i] = np.nan
+    return lo, up
+
+
+def _pld_epsilon(q, sigma, steps, delta):
+    return pld_interval(q, sigma, steps, delta)[1]
+
+
 def _clt_epsilon(q, sigma, steps, delta):
     mu = gdp.clt_mu(q, sigma, steps)
     mu, delta = np.broadcast_arrays(np.atleast_1d(mu), delta)
@@ -70,6 +102,7 @@ def _clt_epsilon(q, sigma, steps, delta):
 
 ACCOUNTANTS: dict[str, Accountant] = {
     "rdp": Accountant("rdp", "upper", _rdp_epsilon),
+    "pld": Accountant("pld", "upper", _pld_epsilon),
     "gdp-clt": Accountant("gdp-clt", "approximate", _clt_epsilon),
 }
 
@@ -123,7 +156,24 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp"):
     return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
 
 
+def _pld_upper_fast(q, sigma, steps, delta, h: float = 2.5e-4):
+    """PLD upper bound only, on a fixed grid: sound at any h, and cheap — for searches."""
+    from . import pld
+
+    q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    out = np.empty(q.size)
+    for i in range(q.size):
+        mech = [(pld.subsampled_gaussian(float(q[i]), float(sigma[i])), int(steps[i]))]
+        try:
+            out[i] = pld._eps_one(mech, np.array([delta[i]]), h, "upper")[0]
+        except MemoryError:
+            out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
+    return out
+
+
 def _search_eps(accountant, q, s, t, d):
+    if accountant == "pld":
+        return _pld_upper_fast(q, s, t, d)
     if accountant == "rdp":
         # Fewer refinement steps while searching: each value is still a
         # sound upper bound, so the search stays on the safe side.
@@ -144,7 +194,8 @@ def solve_sigma(rate, steps, delta, target_epsilon, accountant: str = "rdp", *, 
     """Smallest noise multiplier σ (rounded up, to ``rtol``) with ε <= target.
 
     The answer is re-checked with the full-precision accountant.
-    ``found`` is false where no σ up to 1e6 meets the target.
+    ``found`` is false where no σ up to 1e6 meets the target. With the PLD
+    accountant the RDP answer brackets the search from above (PLD <= RDP).
     """
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
@@ -153,8 +204,13 @@ def solve_sigma(rate, steps, delta, target_epsilon, accountant: str = "rdp", *, 
     def ok(sig):
         return _search_eps(accountant, q, sig, t, d) <= target
 
-    hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
-    lo = np.full(q.shape, 1e-3)
+    if accountant == "pld":
+        start = solve_sigma(q, t, d, target, "rdp", rtol=1e-3)
+        hi, found = start.value, start.found
+        rtol = max(rtol, 1e-3)
+    else:
+        hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
+    lo = np.full(q.shape, 1e-3) if accountant != "pld" else hi * 0.5
     lo_ok = ok(lo)
     good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
     good = np.where(lo_ok, lo, good)
@@ -172,9 +228,17 @@ def solve_steps(rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, 
         return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d) <= target
 
     one_ok = ok(np.ones_like(q))
-    top = np.full(q.shape, float(max_steps))
+    if accountant == "pld":
+        # PLD is tighter than RDP: start from the RDP answer (checked) and double.
+        start = solve_steps(q, s, d, target, "rdp", max_steps=max_steps).value
+        base = np.where(ok(np.maximum(start, 1.0)), np.maximum(start, 1.0), 1.0)
+        top, _ = expand_until(ok, base * 2, factor=2.0, max_steps=6, want=False)
+        top = np.minimum(top, max_steps)
+    else:
+        base = np.ones_like(q)
+        top = np.full(q.shape, float(max_steps))
     top_ok = ok(top)
-    good, _ = bisect_predicate(ok, ok=np.ones_like(q), bad=top, atol=0.5, rtol=0.0, max_iter=80)
+    good, _ = bisect_predicate(ok, ok=base, bad=top, atol=0.5, rtol=0.0, max_iter=80)
     good = np.floor(good)
     good = np.where(top_ok, top, good)
     eps = ACCOUNTANTS[accountant].epsilon(q, s, np.maximum(good, 1.0), d)
