@@ -14,6 +14,7 @@ from dpcalc.cli.options import (
     PROBABILITY,
     RATE,
     Range,
+    accountant_option,
     budget_option,
     grid_option,
     output_options,
@@ -103,9 +104,10 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
 @grid_option("--steps", allowed=COUNT, default="1", help="Number of subsampled steps T.")
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε.")
 @grid_option("--orders", allowed=Range(1), help="List the per-step RDP at these orders α > 1 instead of ε.")
+@accountant_option
 @output_options
 @budget_option
-def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
+def gaussian(sigma, rate, steps, delta, orders, accountant, fmt, as_json):
     """A Poisson-subsampled Gaussian: ε by RDP (sound) and by the GDP CLT (approximate).
 
     RDP of one step follows Mironov, Talwar & Zhang 2019 (exact at integer
@@ -164,7 +166,10 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         )
     m = c.mesh(sigma=sigma, rate=rate, steps=steps, delta=delta)
     e_rdp = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "rdp")
-    lo_pld, e_pld = sgd.pld_interval(m["rate"], m["sigma"], m["steps"], m["delta"])
+    if accountant != "rdp":
+        lo_pld, e_pld = sgd.pld_interval(m["rate"], m["sigma"], m["steps"], m["delta"])
+    else:
+        lo_pld = e_pld = np.full(m["rate"].shape, np.nan)
     mu = gdp.clt_mu(m["rate"], m["sigma"], m["steps"])
     e_clt = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "gdp-clt")
     rows, objects = [], []
@@ -175,18 +180,21 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
             "steps": int(m["steps"][i]),
             "delta": c.f(m["delta"][i]),
         }
-        rows.append(
-            dict(base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper")
-        )
+        if accountant != "rdp" and np.isfinite(e_pld[i]):
+            rows.append(
+                dict(base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper")
+            )
         rows.append(dict(base, epsilon=c.f(e_rdp[i]), epsilon_lower=None, mu=None, method="rdp", bound="upper"))
         rows.append(
             dict(base, epsilon=c.f(e_clt[i]), epsilon_lower=None, mu=c.f(mu[i]), method="gdp-clt", bound="approximate")
         )
         objects.append(Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(m["rate"][i]), "poisson", "add-remove"))
     warnings = []
-    if not np.isfinite(e_pld).all():
-        warnings.append("pld could not be computed for some inputs (the loss distribution needs too large a grid); "
-                        "rdp is shown there.")
+    if accountant != "rdp" and not np.isfinite(e_pld).all():
+        warnings.append(
+            "pld could not be computed for some inputs (the loss distribution needs too large a grid); "
+            "rdp is shown there."
+        )
     if (e_clt < e_rdp).any():
         warnings.append(
             "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "
@@ -201,6 +209,7 @@ def gaussian(sigma, rate, steps, delta, orders, fmt, as_json):
         ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε", "float", "up"),
     ]
+    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
     return c.emit_rows(
         "amplify gaussian",
         dict(sigma=sigma, rate=rate, steps=steps, delta=delta),

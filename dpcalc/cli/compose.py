@@ -14,6 +14,7 @@ from dpcalc.cli.options import (
     PROBABILITY,
     RATE,
     RecordType,
+    accountant_option,
     budget_option,
     exclusive,
     grid_option,
@@ -428,9 +429,10 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     help="A Laplace mechanism SCALE[,SENSITIVITY[,TIMES]]; repeatable.",
 )
 @_target_delta
+@accountant_option
 @output_options
 @budget_option
-def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
+def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
     """Composition of a mix of Gaussian, subsampled Gaussian and Laplace mechanisms, by RDP.
 
     RDP adds order by order (Mironov 2017); the total is converted with the
@@ -488,7 +490,7 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
         + [Part("sgauss", int(p["times"]), rate=p["rate"], sigma=p["sigma"]) for p in subsampled]
         + [Part("laplace", int(p["times"]), epsilon=p["sensitivity"] / p["scale"]) for p in laplaces]
     )
-    for i in range(d.size):
+    for i in range(d.size if accountant != "rdp" else 0):
         t = pld_total(pld_parts, float(d[i]))
         if t is not None:
             rows.append(
@@ -548,15 +550,16 @@ def mixed(gaussians, subsampled, laplaces, delta, fmt, as_json):
 @number_option("--times", allowed=COUNT, default="1", help="How many times each object read runs.")
 @number_option("--delta", allowed=PROBABILITY, default=None, help="δ at which to report the total ε.")
 @number_option("--delta-prime", allowed=PROBABILITY, default="1e-6", help="δ′ for advanced composition.")
+@accountant_option
 @output_options
 @budget_option
-def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
+def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_json):
     """Compose the privacy objects read from stdin (or --input), or the releases of a ledger."""
     from dpcalc.accounting import compose_parts, flatten
     from dpcalc.model import DP, Composed, ObjectError
 
     if ledger is not None:
-        return _compose_ledger(ledger, delta, fmt, as_json)
+        return _compose_ledger(ledger, delta, accountant != "rdp", fmt, as_json)
     objs = read_objects(source)
     times = int(times)
     if len(objs) == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0:
@@ -574,7 +577,7 @@ def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
     require("delta", delta, "the total ε is reported at this δ")
     try:
         parts = [p for obj, where in objs for p in flatten(obj, times, where)]
-        totals = compose_parts(parts, delta, with_pld=True)
+        totals = compose_parts(parts, delta, with_pld=accountant != "rdp")
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     rows = [
@@ -618,7 +621,7 @@ def from_input(source, ledger, times, delta, delta_prime, fmt, as_json):
     )
 
 
-def _compose_ledger(path, delta, fmt, as_json):
+def _compose_ledger(path, delta, with_pld, fmt, as_json):
     from dpcalc import ledger as lg
     from dpcalc.accounting import compose_parts, flatten, part_cost, shares, tightest
     from dpcalc.model import DP, Composed, ObjectError
@@ -630,7 +633,7 @@ def _compose_ledger(path, delta, fmt, as_json):
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
         parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
         flat = [p for ps in parts for p in ps]
-        totals = compose_parts(flat, d, with_pld=True)
+        totals = compose_parts(flat, d, with_pld=with_pld)
         per_entry = [compose_parts(ps, d) if all(p.kind != "dp" for p in ps) else None for ps in parts]
         share = shares(flat, d)
     except ObjectError as exc:

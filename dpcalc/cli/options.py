@@ -274,3 +274,15 @@ class RecordType(click.ParamType):
                 self.fail(f"{name} {x:g} in {value!r} is out of range; expected {allowed.describe()}", param, ctx)
             out[name] = x
         return out
+
+
+def accountant_option(f: Callable) -> Callable:
+    """``--accountant rdp|pld|all`` for commands whose tight engine is optional."""
+    return click.option(
+        "--accountant",
+        type=click.Choice(["rdp", "pld", "all"]),
+        default="rdp",
+        show_default=True,
+        help="rdp: closed forms and RDP (fast). pld or all: also the tight answer by privacy loss distributions, a "
+        "certified interval at most 0.1% of ε wide (slower).",
+    )(f)

@@ -371,8 +371,9 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float) -> float:
     return float(_TS[int(np.argmin(x))])
 
 
-def compose(parts: list[tuple[Discrete, int]], lam: float = 0.0, eta: float = 1e-18,
-            max_size: int = MAX_GRID) -> Composed:
+def compose(
+    parts: list[tuple[Discrete, int]], lam: float = 0.0, eta: float = 1e-18, max_size: int = MAX_GRID
+) -> Composed:
     """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
 
     The window [x_lo, x_hi] holds all but ``eta`` of the finite mass on each

@@ -1,0 +1,167 @@
+"""dpcalc benchmarks: one command, peers measured in the same run.
+
+    python -m pip install -e '.[bench]'
+    python benchmarks/run.py            # everything
+    python benchmarks/run.py --quick    # skip prv-accountant and the inverse searches
+
+Prints, for each DP-SGD case of issue 3, dpcalc's certified PLD interval and
+time, dp-accounting's PLD accountant (value_discretization_interval 1e-4)
+and prv-accountant (when installed), with time ratios; then the inverse
+search for σ at a target ε; then peak memory of a 10⁶-step composition;
+then start-up times (benchmarks/startup.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import subprocess
+import sys
+import time
+import warnings
+
+warnings.simplefilter("ignore")
+
+CASES = [  # (q, σ, T, δ)
+    (0.01, 1.1, 10000, 1e-5),
+    (0.01, 4.0, 10000, 1e-5),
+    (256 / 60000, 1.1, 14062, 1e-5),
+    (0.001, 0.8, 100000, 1e-6),
+    (0.1, 2.0, 1000, 1e-5),
+    (0.01, 0.6, 1000, 1e-5),
+    (0.004, 1.0, 250000, 1e-6),
+]
+INVERSE_TARGETS = [1.0, 3.0, 8.0]
+Q_MNIST = 256 / 60000
+T_MNIST = math.ceil(60 / Q_MNIST)
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
+
+
+def dpcalc_forward(q, s, t, d):
+    from dpcalc.core import sgd
+
+    lo, up = sgd.pld_interval(q, s, t, d)
+    return float(lo[0]), float(up[0])
+
+
+def dpa_forward(q, s, t, d):
+    import dp_accounting
+    from dp_accounting.pld import pld_privacy_accountant as P
+
+    acc = P.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), t)
+    return acc.get_epsilon(d)
+
+
+def prv_forward(q, s, t, d):
+    from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
+
+    acc = PRVAccountant(
+        prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q)],
+        max_self_compositions=[t],
+        eps_error=0.001 * 5,
+        delta_error=d / 1000,
+    )
+    return acc.compute_epsilon(delta=d, num_self_compositions=[t])
+
+
+def dpcalc_inverse(target):
+    from dpcalc.core import sgd
+
+    sol = sgd.solve_sigma(Q_MNIST, T_MNIST, 1e-5, target, "pld")
+    return float(sol.value[0]), float(sol.epsilon[0])
+
+
+def dpa_inverse(target):
+    import dp_accounting
+    from dp_accounting import mechanism_calibration as mc
+    from dp_accounting.pld import pld_privacy_accountant as P
+
+    def make_event(sigma):
+        return dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(Q_MNIST, dp_accounting.GaussianDpEvent(sigma)), T_MNIST
+        )
+
+    sigma = mc.calibrate_dp_mechanism(
+        lambda: P.PLDAccountant(value_discretization_interval=1e-4),
+        make_event,
+        target,
+        1e-5,
+        mc.LowerEndpointAndGuess(0.3, 1.0),
+        tol=1e-3,
+    )
+    return sigma
+
+
+def peak_memory_mib(code: str) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport resource; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[-1]
+    return int(out) / 1024
+
+
+def have(module: str) -> bool:
+    try:
+        __import__(module)
+        return True
+    except ImportError:
+        return False
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="skip prv-accountant and the inverse searches")
+    args = ap.parse_args()
+    use_prv = have("prv_accountant") and not args.quick
+
+    print("Forward DP-SGD cases (ε at δ). dpcalc: certified PLD interval [lower, upper], default width <= 0.1 %.")
+    head = f"{'q':>9} {'σ':>5} {'T':>7} {'δ':>6} | {'dpcalc [lower, upper]':>22} {'s':>6} | "
+    head += f"{'dp-acc 1e-4':>11} {'s':>6} {'×':>6}"
+    if use_prv:
+        head += f" | {'prv [lower, upper]':>20} {'s':>6} {'×':>6}"
+    print(head)
+    ratios_dpa, ratios_prv = [], []
+    for q, s, t, d in CASES:
+        (lo, up), t_us = timed(lambda: dpcalc_forward(q, s, t, d))
+        e_dpa, t_dpa = timed(lambda: dpa_forward(q, s, t, d))
+        ratios_dpa.append(t_dpa / t_us)
+        line = (
+            f"{q:9.6g} {s:5g} {t:7d} {d:6.0e} | [{lo:9.5f}, {up:9.5f}] {t_us:6.2f} | {e_dpa:11.5f} {t_dpa:6.2f} "
+            f"{t_dpa / t_us:6.2f}"
+        )
+        if use_prv:
+            (p_lo, p_est, p_up), t_prv = timed(lambda: prv_forward(q, s, t, d))
+            ratios_prv.append(t_prv / t_us)
+            line += f" | [{p_lo:8.5f}, {p_up:8.5f}] {t_prv:6.2f} {t_prv / t_us:6.2f}"
+        flag = "" if up <= e_dpa * (1 + 1e-9) else "  (upper above dp-accounting's)"
+        print(line + flag)
+    med = sorted(ratios_dpa)[len(ratios_dpa) // 2]
+    print(
+        f"median time ratio dp-accounting / dpcalc: {med:.2f}×"
+        + (f"; prv-accountant / dpcalc: {sorted(ratios_prv)[len(ratios_prv) // 2]:.2f}×" if ratios_prv else "")
+    )
+
+    if not args.quick:
+        print(f"\nInverse: smallest σ for a target ε at δ = 1e-5, q = 256/60000, 60 epochs (T = {T_MNIST}).")
+        print(f"{'target ε':>8} | {'dpcalc σ':>9} {'ε at σ':>8} {'s':>6} | {'dp-acc σ':>9} {'s':>6} {'×':>6}")
+        for target in INVERSE_TARGETS:
+            (sig, eps), t_us = timed(lambda: dpcalc_inverse(target))
+            sig_d, t_d = timed(lambda: dpa_inverse(target))
+            print(f"{target:8g} | {sig:9.5f} {eps:8.5f} {t_us:6.2f} | {sig_d:9.5f} {t_d:6.2f} {t_d / t_us:6.2f}")
+
+    code = "from dpcalc.core import sgd\nsgd.pld_interval(4e-3, 3.0, 1_000_000, 1e-6)"
+    print(f"\nPeak memory, PLD interval at T = 10⁶ (q = 0.004, σ = 3): {peak_memory_mib(code):.0f} MiB")
+    print()
+    subprocess.run([sys.executable, __file__.replace("run.py", "startup.py")], check=True)
+
+
+if __name__ == "__main__":
+    main()
