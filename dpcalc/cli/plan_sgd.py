@@ -138,7 +138,7 @@ def plan_sgd(
         delta=delta,
         target_epsilon=target_epsilon,
         solve=solve,
-        accountant=accountant,
+        accountant=accountant or "+".join(engines),
     )
 
     if target_epsilon is not None:
