@@ -62,7 +62,7 @@ __all__ = [
 
 _LOG_TINY = -745.0
 #: Largest grid (points) for one step or one composition; beyond it the engine declines (MemoryError).
-MAX_GRID = 1 << 23
+MAX_GRID = 1 << 22
 
 
 # ---------------------------------------------------------------------------
@@ -356,9 +356,12 @@ def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
     pos = d.p > 0
     ell = d.losses()[pos]
     p = d.p[pos]
-    ref = np.where(t > 0, ell.max(), ell.min())
+    out = np.empty(np.shape(t))
     with np.errstate(under="ignore", divide="ignore"):
-        return t * ref + np.log(np.exp(t[:, None] * (ell[None, :] - ref[:, None])) @ p)
+        for i, ti in enumerate(np.atleast_1d(t)):  # one t at a time: memory O(grid), not O(grid × t)
+            ref = ell.max() if ti > 0 else ell.min()
+            out.flat[i] = ti * ref + np.log(np.dot(np.exp(ti * (ell - ref)), p))
+    return out
 
 
 _TS = np.geomspace(0.1, 60.0, 8)  # Chernoff exponents tried; every one gives a valid bound
