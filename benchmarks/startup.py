@@ -12,66 +12,22 @@ import time
 
 RUNS = 7
 
+
+def _dpcalc(args: str) -> list[str]:
+    return [sys.executable, "-m", "dpcalc", *args.split()]
+
+
+MNIST = "--dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-5"
 CASES = [
     ("python -c 'import numpy, scipy.special'  (baseline)", [sys.executable, "-c", "import numpy, scipy.special"]),
-    ("dpcalc --help", [sys.executable, "-m", "dpcalc", "--help"]),
-    (
-        "dpcalc calibrate gaussian --epsilon 1 --delta 1e-5",
-        [sys.executable, "-m", "dpcalc", "calibrate", "gaussian", "--epsilon", "1", "--delta", "1e-5"],
-    ),
+    ("dpcalc --help", _dpcalc("--help")),
+    ("dpcalc calibrate gaussian --epsilon 1 --delta 1e-5", _dpcalc("calibrate gaussian --epsilon 1 --delta 1e-5")),
     (
         "dpcalc calibrate gaussian --epsilon 0.01:10:1000 --delta 1e-6 --json",
-        [
-            sys.executable,
-            "-m",
-            "dpcalc",
-            "calibrate",
-            "gaussian",
-            "--epsilon",
-            "0.01:10:1000",
-            "--delta",
-            "1e-6",
-            "--json",
-        ],
+        _dpcalc("calibrate gaussian --epsilon 0.01:10:1000 --delta 1e-6 --json"),
     ),
-    (
-        "dpcalc plan-sgd (MNIST, rdp + gdp-clt)",
-        [
-            sys.executable,
-            "-m",
-            "dpcalc",
-            "plan-sgd",
-            "--dataset-size",
-            "60000",
-            "--batch-size",
-            "256",
-            "--epochs",
-            "60",
-            "--noise-multiplier",
-            "1.1",
-            "--delta",
-            "1e-5",
-        ],
-    ),
-    (
-        "dpcalc plan-sgd --target-epsilon 3 (solve σ)",
-        [
-            sys.executable,
-            "-m",
-            "dpcalc",
-            "plan-sgd",
-            "--dataset-size",
-            "60000",
-            "--batch-size",
-            "256",
-            "--epochs",
-            "60",
-            "--delta",
-            "1e-5",
-            "--target-epsilon",
-            "3",
-        ],
-    ),
+    ("dpcalc plan-sgd (MNIST, rdp + gdp-clt)", _dpcalc(f"plan-sgd {MNIST} --noise-multiplier 1.1")),
+    ("dpcalc plan-sgd --target-epsilon 3 (solve σ)", _dpcalc(f"plan-sgd {MNIST} --target-epsilon 3")),
 ]
 
 

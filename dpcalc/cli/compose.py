@@ -202,7 +202,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
     )
 
 
-def _gaussian_family_rows(m, mu_total, rho_total, delta, base_rows, exact_method):
+def _gaussian_family_rows(mu_total, rho_total, delta, base_rows, exact_method):
     """ε at δ for a composed Gaussian: exact via μ, and the zCDP bounds beside it."""
     from dpcalc.core import gdp, zcdp
 
@@ -251,7 +251,7 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
         mu2 = sum(r["times"] * (r["sensitivity"] / r["sigma"]) ** 2 for r in releases)
         d = np.asarray(delta, float)
         mu_t = np.full(d.shape, np.sqrt(mu2))
-        rows = _gaussian_family_rows(None, mu_t, mu_t**2 / 2, d, [{} for _ in d], "gdp")
+        rows = _gaussian_family_rows(mu_t, mu_t**2 / 2, d, [{} for _ in d], "gdp")
         cols = [
             ("delta", "δ"),
             ("mu", "μ total", "float", "up"),
@@ -268,7 +268,7 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
             {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "times": int(m["times"][i])}
             for i in range(mu_t.size)
         ]
-        rows = _gaussian_family_rows(m, mu_t, mu_t**2 / 2, m["delta"], base, "gdp")
+        rows = _gaussian_family_rows(mu_t, mu_t**2 / 2, m["delta"], base, "gdp")
         cols = [
             ("sigma", "σ"),
             ("sensitivity", "Δ"),

@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import ValidationError
 
-__all__ = ["checked", "finish", "ValidationError"]
+__all__ = ["checked", "finish", "log_expm1", "ValidationError"]
 
 
 def _first_bad(arr: np.ndarray, bad: np.ndarray) -> float:
@@ -80,6 +80,12 @@ def finish(*arrays: np.ndarray, scalar: bool):
     else:
         out = tuple(np.asarray(a) for a in arrays)
     return out[0] if len(out) == 1 else out
+
+
+def log_expm1(x):
+    """log(e^x − 1) for x >= 0 without overflow (−inf at 0)."""
+    with np.errstate(divide="ignore"):
+        return np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30))))
 
 
 def all_scalar(*values: object) -> bool:

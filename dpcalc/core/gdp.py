@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special
 
-from ._arrays import all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish, log_expm1
 from .solve import bisect_predicate, expand_until
 
 __all__ = [
@@ -72,6 +72,20 @@ def _log_delta(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
     return out
 
 
+def _log_delta_upper(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
+    """log δ_μ(ε) plus a bound on its floating-point error, for searches that must stay safe.
+
+    In the erfcx form the two terms differ by ≈ μ/√2 out of ≈ |a|/√2, so the
+    difference has relative error about u·(1 + |a|/μ) (u the machine epsilon);
+    adding 8× that keeps "δ <= target" true when the value is evaluated again.
+    """
+    with np.errstate(all="ignore"):
+        m = np.where(mu > 0, mu, 1.0)
+        a = np.abs(m / 2 - eps / m)
+        rel = 8.0 * np.finfo(float).eps * (1.0 + a / m)
+    return _log_delta(mu, eps) + np.log1p(np.minimum(rel, 1.0))
+
+
 def log_delta(mu, epsilon):
     """Natural log of δ(ε) for a μ-GDP mechanism (exact).
 
@@ -118,9 +132,9 @@ def _eps_upper(mu: np.ndarray, log_d: np.ndarray) -> np.ndarray:
 
 def _epsilon(mu: np.ndarray, log_d: np.ndarray, rtol: float) -> np.ndarray:
     hi = _eps_upper(mu, log_d)
-    zero_ok = _log_delta(mu, np.zeros_like(mu)) <= log_d
+    zero_ok = _log_delta_upper(mu, np.zeros_like(mu)) <= log_d
     ok, _ = bisect_predicate(
-        lambda e: _log_delta(mu, e) <= log_d,
+        lambda e: _log_delta_upper(mu, e) <= log_d,
         ok=hi,
         bad=np.zeros_like(hi),
         rtol=rtol,
@@ -164,7 +178,7 @@ def _mu_for_dp(eps: np.ndarray, log_d: np.ndarray, rtol: float) -> np.ndarray:
     lo = np.maximum(lo, np.finfo(float).tiny)
 
     def ok(m):
-        return _log_delta(m, eps) <= log_d
+        return _log_delta_upper(m, eps) <= log_d
 
     hi, found = expand_until(ok, lo * 2.0, want=False)
     good, _ = bisect_predicate(ok, ok=lo, bad=hi, rtol=rtol, geometric=True)
@@ -236,6 +250,6 @@ def clt_mu(rate, sigma, steps):
     t = checked("steps", steps, low=0)
     x = 1.0 / (s * s)
     with np.errstate(all="ignore"):
-        log_em1 = np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(x)))
+        log_em1 = log_expm1(x)
         mu = np.exp(np.log(q) + 0.5 * (np.log(t) + log_em1))
     return finish(mu, scalar=scalar)

@@ -13,15 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish, log_expm1
 
 __all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity"]
-
-
-def _log_expm1(x):
-    """log(e^x − 1) for x >= 0 without overflow (−inf at 0)."""
-    with np.errstate(divide="ignore"):
-        return np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30))))
 
 
 def _k(size):
@@ -43,7 +37,7 @@ def dp_tight(epsilon, delta, size):
     k = _k(size)
     with np.errstate(all="ignore"):
         # log((e^{kε} − 1)/(e^ε − 1)), stable for large kε.
-        log_ratio = _log_expm1(k * e) - _log_expm1(e)
+        log_ratio = log_expm1(k * e) - log_expm1(e)
         log_ratio = np.where(e > 0, log_ratio, np.log(k))
         dk = np.exp(np.minimum(np.log(d) + log_ratio, 0.0))
     dk = np.where(d == 0, 0.0, dk)

@@ -60,7 +60,6 @@ __all__ = [
     "delta_interval",
 ]
 
-_LOG_TINY = -745.0
 #: Largest grid (points) for one step or one composition; beyond it the engine declines (MemoryError).
 MAX_GRID = 1 << 22
 
@@ -111,8 +110,7 @@ def laplace(eps0: float) -> list[Direction]:
         inside = (ell >= -eps0) & (ell < eps0)
         fp = np.where(ell >= eps0, 1.0, np.where(inside, 0.5 * np.exp(-(eps0 - ell) / 2), 0.0))
         sq = np.where(ell >= eps0, 0.0, np.where(inside, 0.5 * np.exp(-(eps0 + ell) / 2), 1.0))
-        sp = np.where(ell >= eps0, 0.0, np.where(inside, -np.expm1(-(eps0 - ell) / 2) + 0.0, 1.0))
-        sp = np.where(inside, 1 - fp, sp)
+        sp = np.where(ell >= eps0, 0.0, 1.0 - fp)
         fq = 1 - sq
         return fp, fq, sp, sq
 
@@ -245,7 +243,6 @@ def _range(d: Direction, h: float, tail: float) -> tuple[int, int]:
         while p_above(hi) > tail:
             step *= 2
             hi = d.median + step
-    # Tighten the far end with a bisection on the tail mass.
     return int(np.floor(lo / h)) - 1, int(np.ceil(hi / h)) + 1
 
 
@@ -518,7 +515,6 @@ class Interval:
     lower: np.ndarray
     upper: np.ndarray
     h: float
-    size: int
 
 
 def _discretised(mechs, h: float, kind: str) -> list[list[tuple[Discrete, int]]]:
@@ -570,14 +566,14 @@ def epsilon_interval(mechs, delta, h: float, h_lower: float | None = None):
     """[lower, upper] on ε at each δ for the composition, at grid spacing h (h_lower for the lower bound)."""
     up = _eps_one(mechs, delta, h, "upper")
     lo = _eps_one(mechs, delta, h_lower or h, "lower")
-    return Interval(np.minimum(lo, up), up, h, 0)
+    return Interval(np.minimum(lo, up), up, h)
 
 
 def delta_interval(mechs, eps, h: float):
     """[lower, upper] on δ at each ε."""
     up = _delta_one(mechs, eps, h, "upper")
     lo = _delta_one(mechs, eps, h, "lower")
-    return Interval(np.minimum(lo, up), up, h, 0)
+    return Interval(np.minimum(lo, up), up, h)
 
 
 # ---------------------------------------------------------------------------

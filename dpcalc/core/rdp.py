@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
-from ._arrays import all_scalar, checked, finish
+from ._arrays import all_scalar, checked, finish, log_expm1
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -91,12 +91,6 @@ def _log_comb(n, k):
     return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
 
 
-def _log_expm1(x):
-    """log(e^x − 1) for x > 0, without overflow."""
-    with np.errstate(divide="ignore"):
-        return np.where(x > 30, x + np.log1p(-np.exp(-x)), np.log(np.expm1(np.minimum(x, 30))))
-
-
 def _log_a_minus_1_int(q, sigma, alpha: int, _chunk: int = 20_000_000):
     """log(A_α − 1) for integer α >= 2 ([MTZ] §3.2), exact and free of cancellation.
 
@@ -118,7 +112,7 @@ def _log_a_minus_1_int(q, sigma, alpha: int, _chunk: int = 20_000_000):
             _log_comb(float(alpha), k)
             + k * np.log(q)
             + (alpha - k) * np.log1p(-q)
-            + _log_expm1((k * k - k) / (2.0 * s2))
+            + log_expm1((k * k - k) / (2.0 * s2))
         )
     return special.logsumexp(terms, axis=1)
 

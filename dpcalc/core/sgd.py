@@ -72,11 +72,8 @@ def pld_interval(q, sigma, steps, delta, **kw):
 
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
     lo, up = np.empty(q.size), np.empty(q.size)
-    cache: dict = {}
     for i in range(q.size):
         key = (float(q[i]), float(sigma[i]), float(steps[i]))
-        if key not in cache:
-            cache[key] = {}
         try:
             if delta[i] < pld.MIN_DELTA:
                 raise ValueError("δ below the PLD range")
