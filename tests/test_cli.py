@@ -140,13 +140,32 @@ def test_compose_marks_tightest_sound_method():
 
 
 def test_plan_sgd_default_delta_and_clt_labelled():
-    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --json").stdout)
+    doc = json.loads(
+        run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --accountant all --json").stdout
+    )
     assert {r["delta"] for r in doc["rows"]} == {1e-5}
     by = {r["method"]: r for r in doc["rows"]}
     assert by["gdp-clt"]["bound"] == "approximate"
     assert by["rdp"]["bound"] == "upper"
     assert by["rdp"]["epsilon"] == pytest.approx(2.60, abs=0.01)
+    assert by["pld"]["epsilon_lower"] <= by["pld"]["epsilon"] < by["rdp"]["epsilon"]
     assert any("largest power of ten" in n for n in doc["notes"])
+
+
+def test_plan_sgd_default_is_the_certified_pld_interval():
+    doc = json.loads(run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --json").stdout)
+    assert [r["method"] for r in doc["rows"]] == ["pld"]
+    r = doc["rows"][0]
+    assert r["epsilon"] == pytest.approx(2.38, abs=0.01)  # FORMULAS.md: tight ≈ 2.38
+    assert r["epsilon_lower"] <= r["epsilon"] <= r["epsilon_lower"] * 1.001 + 1e-12
+
+
+def test_plan_sgd_falls_back_to_rdp_where_pld_declines():
+    r = run("plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-20 --json")
+    assert r.exit_code == 0
+    doc = json.loads(r.stdout)
+    assert [x["method"] for x in doc["rows"]] == ["rdp"]
+    assert any("rdp" in w for w in doc["warnings"])
 
 
 def test_plan_sgd_inverse_rechecked():
@@ -155,7 +174,15 @@ def test_plan_sgd_inverse_rechecked():
     )
     for r in doc["rows"]:
         assert r["found"] and r["epsilon"] <= r["target_epsilon"]
-        assert r["method"] == "rdp"  # approximate engines are not the default answer
+        assert r["method"] == "pld"  # the tight, certified engine; approximate engines are never the default
+    sig = {r["target_epsilon"]: r["noise_multiplier"] for r in doc["rows"]}
+    rdp = json.loads(
+        run(
+            "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 1,3 --accountant rdp --json"
+        ).stdout
+    )
+    for r in rdp["rows"]:
+        assert sig[r["target_epsilon"]] < r["noise_multiplier"]  # tight accounting needs less noise
 
 
 def test_per_epoch_curve_is_increasing():

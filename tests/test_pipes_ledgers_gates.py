@@ -181,11 +181,11 @@ def test_budget_gate_exit_codes_and_json_still_printed():
 
 def test_gate_ignores_approximate_rows():
     # At q=0.01, σ=0.6, T=1000 the CLT value is below the RDP one: a budget between them must fail.
-    d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --json")
+    d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --accountant all --json")
     clt = [r for r in d["rows"] if r["method"] == "gdp-clt"][0]["epsilon"]
-    rdp = [r for r in d["rows"] if r["method"] == "rdp"][0]["epsilon"]
-    mid = (clt + rdp) / 2
-    r = run(f"plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --max-epsilon {mid}")
+    pld = [r for r in d["rows"] if r["method"] == "pld"][0]["epsilon"]
+    mid = (clt + pld) / 2
+    r = run(f"plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --accountant all --max-epsilon {mid}")
     assert r.exit_code == 1
 
 

@@ -109,3 +109,47 @@ def test_subsampled_dp_pld_not_above_amplified_kov():
     kov = composition.optimal_homogeneous(e1, d1, 100, 1e-4)
     ans = pld.epsilon([(pld.subsampled_dp(1.0, 1e-7, 0.1), 100)], 1e-4)
     assert ans.upper[0] <= kov * (1 + 1e-6)
+
+
+# -- the lower bound's give-back (lower_shift) must never push it above the truth ----------------------
+
+
+@pytest.mark.parametrize("mu", [0.005, 0.02, 0.1])
+@pytest.mark.parametrize("T", [100, 10_000, 200_000])
+@pytest.mark.parametrize("h", [1e-3, 2.5e-4])
+def test_lower_bound_with_give_back_stays_below_exact(mu, T, h):
+    # Many narrow steps on a coarse grid: the rounding moves add up to far more than the interval
+    # width, so almost all of the lower bound's accuracy comes from the give-back. It must stay sound.
+    if mu * mu * T > 400:
+        pytest.skip("ε far beyond the interesting range")
+    mechs = [(pld.gaussian(mu), T)]
+    deltas = np.array([1e-3, 1e-6, 1e-10])
+    exact = np.array([gdp.epsilon(mu * np.sqrt(T), d) for d in deltas])
+    lo = pld._eps_one(mechs, deltas, h, "lower")
+    up = pld._eps_one(mechs, deltas, h, "upper")
+    assert np.all(lo <= exact + 1e-12)
+    assert np.all(exact <= up + 1e-12)
+
+
+def test_give_back_is_what_makes_coarse_lower_bounds_tight():
+    # Without it the lower bound at h = 1e-3 for 10^5 narrow steps is far off (moves add up).
+    mechs = [(pld.subsampled_gaussian(0.001, 0.8), 100_000)]
+    cp = pld.compose([(pld.discretise_lower(mechs[0][0][0], 1e-3, times=100_000), 100_000)], lam=3.87)
+    plain = pld.epsilon_at(cp, [1e-6], -1.0)[0]
+    s = pld.lower_shift(cp, 1e-10)
+    assert s > 1.0  # a large, certified give-back
+    with_shift = pld._eps_one(mechs, np.array([1e-6]), 1e-3, "lower")[0]
+    assert with_shift > plain + 1.0
+    assert with_shift <= _dpa(0.001, 0.8, 100_000, 1e-6)
+
+
+@pytest.mark.parametrize(
+    "q, s, t, d",
+    [(1e-4, 0.5, 1_000_000, 1e-6), (0.5, 0.8, 10, 1e-3), (0.02, 10.0, 50_000, 1e-10), (0.001, 2.0, 300_000, 1e-8)],
+)
+def test_dpsgd_extremes_interval_contains_dp_accounting(q, s, t, d):
+    lo, up = sgd.pld_interval(q, s, t, d)
+    theirs = _dpa(q, s, t, d)
+    assert lo[0] <= theirs * (1 + 1e-9)
+    assert up[0] <= sgd.epsilon(q, s, t, d, "rdp") * (1 + 1e-9)
+    assert up[0] == pytest.approx(theirs, rel=5e-3)

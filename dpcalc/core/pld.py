@@ -13,18 +13,25 @@ and build two discrete PLDs from them:
   Mass above the grid goes to +∞ (it is counted in δ, never dropped).
 * **lower** — the bins themselves are a post-processing of the output, so
   the binned PLD (one atom per bin at log(P_j/Q_j)) is *dominated* by the
-  true one. Its atoms are moved down onto a grid shifted by c·h (the c with
-  the least expected shift); moving losses down only lowers δ. A certified
-  lower bound. Mass below the grid is dropped (moved to −∞).
+  true one (a second pass nudges the bin edges so that the atoms sit near
+  a common offset). Each atom is moved down onto a grid shifted by c·h;
+  moving losses down only lowers δ. The moves d_j are known exactly, and
+  over T steps their sum concentrates: by Bernstein's inequality it is at
+  least its mean minus a margin except with probability η, so
+  δ_true(ε) >= δ_lower(ε − s) − η (:func:`lower_shift`). Without this
+  give-back the lower bound would drift by T times the mean move.
+  Mass below the grid is dropped (moved to −∞).
 
-T-fold self-composition raises the discrete Fourier transform to the T-th
-power on a window sized by Chernoff bounds computed from the discrete step
-itself; mass that may have wrapped around the window is bounded the same
-way and, with an allowance of 4·u·(n + T) for floating-point round-off in
-the transforms (u the machine epsilon, n the grid size), added to the
-upper δ and subtracted from the lower one. The round-off allowance is an
-engineering margin well above the errors we measure, not a proof; it is
-why the engine only answers for δ >= 1e-12.
+Per-step tails holding at most 1e-6·δ/T of P-mass are cut (to +∞ for the
+upper bound, dropped for the lower). T-fold self-composition raises the
+discrete Fourier transform of the exponentially tilted step to the T-th
+power on a window sized by Chernoff bounds on the tilted measure; the
+tilted mass that may have wrapped around is bounded the same way and,
+with an allowance of 4·u·(n + T) per tilted grid point for floating-point
+round-off in the transforms (u the machine epsilon, n the grid size),
+added to the upper δ and subtracted from the lower one. The round-off
+allowance is an engineering margin well above the errors we measure, not
+a proof; it is why the engine only answers for δ >= 1e-12.
 
 References
 ----------
@@ -60,8 +67,18 @@ __all__ = [
     "delta_interval",
 ]
 
+#: Finest starting grid is 1e-3 / 2**MAX_HALVINGS; steps narrower than 16 such cells are declined
+#: (ValueError; callers fall back to RDP, which is close to tight for such tiny steps).
+MAX_HALVINGS = 10
+
+#: The lower bound trades η = LOWER_ETA·δ of δ for the concentration of its rounding (lower_shift).
+LOWER_ETA = 1e-4
+
 #: Largest grid (points) for one step or one composition; beyond it the engine declines (MemoryError).
 MAX_GRID = 1 << 22
+
+#: Largest grid (points) for one step's loss range; wider steps are declined (MemoryError).
+MAX_STEP_GRID = 1 << 19
 
 
 # ---------------------------------------------------------------------------
@@ -204,13 +221,21 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
 
 @dataclass(frozen=True)
 class Discrete:
-    """Masses ``p`` at losses (k0 + i + c)·h, i = 0..len(p)−1, plus P[L=+∞]."""
+    """Masses ``p`` at losses (k0 + i + c)·h, i = 0..len(p)−1, plus P[L=+∞].
+
+    A lower (dominated) discretisation also records the mean and variance,
+    under P, of how far it moved each loss down (``move_mean``,
+    ``move_var``); the composition uses them to win most of the moves back
+    (see :func:`lower_shift`).
+    """
 
     h: float
     k0: int
     c: float
     p: np.ndarray
     p_inf: float
+    move_mean: float = 0.0
+    move_var: float = 0.0
 
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
@@ -231,27 +256,40 @@ def _range(d: Direction, h: float, tail: float) -> tuple[int, int]:
     def p_above(x):
         return float(d.cdf(np.array([x]))[2][0])
 
+    def reach(outside, sign):
+        # Double the distance from the median until the tail is small enough, then bisect down
+        # to within 1/16 of it (any point with a small enough tail is valid).
+        step = 1.0
+        while outside(d.median + sign * step) > tail:
+            step *= 2
+        good, bad = step, step / 2 if step > 1 else 0.0
+        while good - bad > step / 16:
+            mid = (good + bad) / 2
+            if outside(d.median + sign * mid) > tail:
+                bad = mid
+            else:
+                good = mid
+        return d.median + sign * good
+
     if lo is None:
-        step = 1.0
-        lo = d.median - step
-        while p_below(lo) > tail:
-            step *= 2
-            lo = d.median - step
+        lo = reach(p_below, -1.0)
     if hi is None:
-        step = 1.0
-        hi = d.median + step
-        while p_above(hi) > tail:
-            step *= 2
-            hi = d.median + step
+        hi = reach(p_above, 1.0)
     return int(np.floor(lo / h)) - 1, int(np.ceil(hi / h)) + 1
 
 
-def _bins(d: Direction, h: float, tail: float):
-    """Exact (P_j, Q_j) of bins (jh, (j+1)h] for j in [j0, j1), and the masses outside."""
+def _bins(d: Direction, h: float, tail: float, nudge: np.ndarray | None = None):
+    """Exact (P_j, Q_j) of bins (jh, (j+1)h] for j in [j0, j1), and the masses outside.
+
+    ``nudge`` (one per edge, in units of h, outer edges 0) moves the edges
+    of a continuous direction; any partition is a post-processing.
+    """
     j0, j1 = _range(d, h, tail)
-    if j1 - j0 > MAX_GRID:
-        raise MemoryError(f"a step's loss range needs {j1 - j0} grid points (limit {MAX_GRID})")
+    if j1 - j0 > MAX_STEP_GRID:
+        raise MemoryError(f"a step's loss range needs {j1 - j0} grid points (limit {MAX_STEP_GRID})")
     edges = np.arange(j0, j1 + 1) * h
+    if nudge is not None and d.atoms is None:
+        edges = edges + nudge * h
     if d.atoms is not None:
         ell, p, q = d.atoms
         idx = np.ceil(ell / h - 1e-12).astype(np.int64) - 1 - j0  # bin (jh, (j+1)h] containing ℓ
@@ -284,36 +322,79 @@ def discretise_upper(d: Direction, h: float, tail: float = 1e-30) -> Discrete:
     return Discrete(h, j0, 0.0, w, float(d.p_inf + above[0]))
 
 
-def discretise_lower(d: Direction, h: float, tail: float = 1e-30) -> Discrete:
+def discretise_lower(d: Direction, h: float, tail: float = 1e-30, times: int = 1) -> Discrete:
     """A dominated discrete PLD on the grid (j + c)h (binning, then rounding down).
 
     The bins (jh, (j+1)h] are a post-processing of the output, so the binned
     PLD — one atom per bin at log(P_j/Q_j) — is dominated by the true one.
     Each atom is then moved down to the nearest point of a grid shifted by
-    c·h; the shift c is the one with the least expected move (it is one of
-    the atoms' own offsets). Moving losses down only lowers δ. When the
-    loss distribution is smooth at the scale of h the atoms sit close to a
-    common offset and the bias is second order in h.
+    c·h; moving losses down only lowers δ. The moves d_j >= 0 are known
+    exactly, so their mean and variance under P are recorded: over many
+    steps the total move concentrates around its mean, which
+    :func:`lower_shift` gives back. The shift c is chosen (among the atoms'
+    own offsets) to make that give-back largest for ``times`` steps.
     """
     j0, P, Q, below, above = _bins(d, h, tail)
+    off = _offsets(j0, P, Q, h)
+    if d.atoms is None and P.size > 2:
+        # Second pass: nudge each inner edge by minus the mean excess offset of its two bins, so
+        # that the atoms sit near a common offset and the moves vary little (a smaller give-back
+        # penalty in lower_shift). Any partition is a post-processing, so this stays a lower bound.
+        excess = np.clip(off - 0.5, -0.25, 0.25)
+        nudge = np.zeros(P.size + 1)
+        nudge[1:-1] = -0.5 * (excess[:-1] + excess[1:])
+        j0, P, Q, below, above = _bins(d, h, tail, nudge)
+        off = _offsets(j0, P, Q, h)
+    c, mean, var = _best_offset(off, P, times)
+    k = np.arange(P.size) + np.floor(off - c).astype(np.int64)  # grid point (k + c)h at or below each atom
+    k0 = int(min(k.min(), 0)) if k.size else 0
+    w = np.bincount(k - k0, weights=P, minlength=P.size - k0)
+    w[P.size - 1 - k0] += above[0]  # binned mass above the grid → a grid point below the top edge (credited 0)
+    # Mass below the grid is dropped (moved to −∞, credited 0).
+    return Discrete(h, j0 + k0, c, w, float(d.p_inf), mean * h, var * h * h)
+
+
+def _offsets(j0: int, P: np.ndarray, Q: np.ndarray, h: float) -> np.ndarray:
+    """Each bin's atom log(P_j/Q_j) as an offset from jh in units of h (Q underflow: 0)."""
     e_lo = (j0 + np.arange(P.size)) * h
     ok = (P > 0) & (Q > 0)
     with np.errstate(all="ignore"):
         ell = np.where(ok, np.log(np.where(ok, P, 1)) - np.log(np.where(ok, Q, 1)), e_lo)
-    off = np.where(ok, np.clip((ell - e_lo) / h, 0.0, 1.0), 0.0)  # Q underflow: the bottom of the bin
-    # Expected move Σ P_j (o_j − c + [o_j < c]) is piecewise linear in c and jumps
-    # just after each o_j, so its minimum is at one of the offsets.
+    return np.where(ok, (ell - e_lo) / h, 0.0)
+
+
+def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, float, float]:
+    """The grid offset c and the mean and variance (in units of h², under P) of the moves it causes.
+
+    An atom at offset o moves down by o − c, or o − c + 1 when o < c. The
+    candidates are the atoms' own offsets (the moves are piecewise linear in
+    c between them); the one chosen minimises the give-back penalty of
+    :func:`lower_shift` for ``times`` steps (about m·L/3 + √(2·times·v·L)).
+    Mass not in ``p`` (dropped or infinite) is credited a move of 0.
+    """
+    if off.size == 0:
+        return 0.0, 0.0, 0.0
+    off = off - np.floor(off)  # only the position within a grid cell matters
     order = np.argsort(off)
-    o_sorted, p_sorted = off[order], P[order]
-    below_mass = np.concatenate([[0.0], np.cumsum(p_sorted)[:-1]])
-    cost = -o_sorted * p_sorted.sum() + below_mass
-    c = float(o_sorted[int(np.argmin(cost))]) if off.size else 0.0
-    c = min(max(c, 0.0), 1.0 - 1e-12)
-    k = np.arange(P.size) - (off < c)  # index of the grid point (k + c)h below each atom
-    w = np.bincount(k + 1, weights=P, minlength=P.size + 1)  # shifted by one so that k = −1 fits
-    w[-1] += above[0]  # binned mass above the grid (loss >= top edge) → the top grid point
-    # Mass below the grid is dropped (moved to −∞).
-    return Discrete(h, j0 - 1, c, w, float(d.p_inf))
+    o, w = off[order], p[order]
+    s0, s1, s2 = np.cumsum(w), np.cumsum(w * o), np.cumsum(w * o * o)
+    b0 = np.concatenate([[0.0], s0[:-1]])  # P-mass strictly before each candidate (o < c)
+    b1 = np.concatenate([[0.0], s1[:-1]])
+    t0, t1, t2 = s0[-1], s1[-1], s2[-1]
+    c = o
+    mean = t1 - c * t0 + b0
+    second = t2 - 2 * c * t1 + c * c * t0 + 2 * (b1 - c * b0) + b0
+    var = np.maximum(second - mean * mean, 0.0)
+    L = 25.0
+    cost = mean * L / 3 + np.sqrt(2 * max(times, 1) * var * L)
+    i = int(np.argmin(cost))
+    ci = float(min(max(c[i], 0.0), 1.0 - 1e-12))
+    # Recompute at the chosen offset directly (the cumulative sums above can lose digits).
+    dj = np.where(off < ci, off - ci + 1.0, off - ci)
+    dj = np.maximum(dj - 1e-9, 0.0)  # a hair below the exact move: credit never exceeds the move
+    m = float(np.dot(p, dj))
+    v = float(np.dot(p, (dj - m) ** 2) + max(1.0 - float(p.sum()), 0.0) * m * m)
+    return ci, m * (1 - 1e-9), v * (1 + 1e-6) + 1e-30
 
 
 # ---------------------------------------------------------------------------
@@ -343,9 +424,33 @@ class Composed:
     wrap: float
     tilted_wrap: float
     roundoff: float
+    move_mean: float = 0.0  # Σ over steps of the mean move of the lower discretisation
+    move_var: float = 0.0  # Σ over steps of its variance
+    move_b: float = 0.0  # the largest per-step mean move (Bernstein's one-sided bound)
 
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
+
+
+def lower_shift(cp: Composed, eta: float) -> float:
+    """A shift s >= 0 with P[total move < s] <= η (one-sided Bernstein inequality).
+
+    The lower discretisation moved each step's loss L_i down by d_i >= 0, so
+    the true composed loss is S' + D with D = Σ d_i, the d_i independent
+    with known means m_i and variances v_i. With X_i = m_i − d_i <= m_i <= b,
+    P[D < Σm_i − t] <= exp(−t² / (2(Σv_i + b·t/3))). On the event D >= s,
+    (1 − e^{ε−S})₊ >= (1 − e^{ε−s−S'})₊, so for every ε
+
+        δ_true(ε) >= δ_lower(ε − s) − η,
+
+    i.e. the lower bound may be shifted right by s at the price of η in δ.
+    """
+    if cp.move_mean <= 0 or not (0 < eta < 1):
+        return 0.0
+    L = float(np.log(1.0 / eta))
+    a = cp.move_b * L / 3.0
+    t = a + np.sqrt(a * a + 2.0 * cp.move_var * L)
+    return float(max(cp.move_mean - t, 0.0))
 
 
 def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
@@ -353,50 +458,101 @@ def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
     pos = d.p > 0
     ell = d.losses()[pos]
     p = d.p[pos]
+    if ell.size == 0:
+        return np.full(np.shape(t), -np.inf)
     out = np.empty(np.shape(t))
-    with np.errstate(under="ignore", divide="ignore"):
+    with np.errstate(under="ignore", divide="ignore", over="ignore"):
         for i, ti in enumerate(np.atleast_1d(t)):  # one t at a time: memory O(grid), not O(grid × t)
             ref = ell.max() if ti > 0 else ell.min()
             out.flat[i] = ti * ref + np.log(np.dot(np.exp(ti * (ell - ref)), p))
     return out
 
 
-_TS = np.geomspace(0.1, 60.0, 8)  # Chernoff exponents tried; every one gives a valid bound
+_TS = np.geomspace(0.1, 60.0, 8)  # tilts tried (and Chernoff exponents for δ queries)
 
 
-def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float) -> float:
-    """The Chernoff exponent that best bounds P[S >= x] at level δ: the tilt for that δ."""
+def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: float | None = None) -> tuple[float, float]:
+    """The exponential tilt λ for answering at level δ, and G(λ) − λ·ε_g.
+
+    Tilting by λ centres the composed loss near G'(λ) (G = log E[e^{λS}])
+    and keeps the transforms' round-off small next to the masses there.
+    With a ``guess`` ε_g of the answer (a previous upper bound) λ is the
+    grid exponent whose centre G'(λ) is nearest above ε_g; without one it
+    is the Chernoff exponent with the smallest bound x on ε at δ, and
+    ε_g = 0.8·x. Only accuracy depends on this choice: every allowance is
+    computed for the λ and window used.
+    """
     total = sum(t * _log_mgf(d, _TS) for d, t in parts)
-    x = (total - log_delta) / _TS
-    return float(_TS[int(np.argmin(x))])
+    if guess is None:
+        x = (total - log_delta) / _TS
+        i = int(np.argmin(x))
+        eps_g = 0.8 * max(float(x[i]), 0.0)
+    else:
+        # Interpolate (in log λ) the exponent whose centre G'(λ) is ε_g; G' increases with λ.
+        eps_g = max(float(guess), 0.0)
+        centre = np.gradient(total, _TS)
+        lam = float(np.exp(np.interp(eps_g, np.maximum.accumulate(centre), np.log(_TS))))
+        g = float(sum(t * _log_mgf(d, np.array([lam]))[0] for d, t in parts))
+        return lam, g - lam * eps_g
+    return float(_TS[i]), float(total[i] - _TS[i] * eps_g)
+
+
+def _best_chernoff(f, log_eta: float) -> float:
+    """min over t > 0 of (f(t) − log η)/t for a convex f with f(0) <= 0: a Chernoff tail bound.
+
+    Every t tried gives a valid bound; a coarse geometric grid and a few
+    golden-section steps (in log t) around its best point find a good one.
+    """
+    ts = np.geomspace(0.02, 100.0, 7)
+    vals = (f(ts) - log_eta) / ts
+    vals = np.where(np.isfinite(vals), vals, np.inf)
+    i = int(np.argmin(vals))
+    best = float(vals[i])
+    a, b = np.log(ts[max(i - 1, 0)]), np.log(ts[min(i + 1, ts.size - 1)])
+    g = (np.sqrt(5) - 1) / 2
+    for _ in range(4):
+        c1, c2 = b - g * (b - a), a + g * (b - a)
+        t = np.exp(np.array([c1, c2]))
+        v = (f(t) - log_eta) / t
+        v = np.where(np.isfinite(v), v, np.inf)
+        best = min(best, float(v.min()))
+        if v[0] < v[1]:
+            b = c2
+        else:
+            a = c1
+    return best
 
 
 def compose(
-    parts: list[tuple[Discrete, int]], lam: float = 0.0, eta: float = 1e-18, max_size: int = MAX_GRID
+    parts: list[tuple[Discrete, int]],
+    lam: float = 0.0,
+    eta: float = 1e-18,
+    max_size: int = MAX_GRID,
 ) -> Composed:
     """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
 
-    The window [x_lo, x_hi] holds all but ``eta`` of the finite mass on each
-    side, both untilted and tilted (Chernoff bounds computed from the
-    discrete steps); mass beyond it may wrap around and is accounted for.
+    The window [x_lo, x_hi] holds all but ``eta`` of the tilted finite mass
+    on each side (Chernoff bounds computed from the discrete steps); mass
+    beyond it may wrap around and is accounted for.
     """
     h = parts[0][0].h
     c_total = sum(t * d.c for d, t in parts)
     shift = int(np.floor(c_total))
     c = c_total - shift
+    eta_t = min(eta, 1e-6)
 
     def logm(t):
         return sum(tt * _log_mgf(d, t) for d, tt in parts)
 
-    g_lam = float(logm(np.array([lam]))[0]) if lam > 0 else 0.0
-    up_un = np.min((logm(_TS) - np.log(eta)) / _TS)
-    lo_un = np.min((logm(-_TS) - np.log(eta)) / _TS)
-    # Tilted measure: log E~[e^{tS}] = logm(λ+t) − logm(λ).
-    up_t = np.min((logm(lam + _TS) - g_lam - np.log(eta)) / _TS) if lam > 0 else up_un
-    lo_t = np.min((logm(lam - _TS) - g_lam - np.log(eta)) / _TS) if lam > 0 else lo_un
-    x_hi, x_lo = max(up_un, up_t), -max(lo_un, lo_t)
+    g_lam = float(sum(tt * _log_mgf(d, np.array([lam]))[0] for d, tt in parts)) if lam > 0 else 0.0
+    # Window from the tilted measure alone (λ = 0: the untilted one): log E~[e^{tS}] = logm(λ+t) − G.
+    # Any tilted mass W~ beyond it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε}
+    # (the mass missing above the window plus its wrapped copy), for every ε inside it.
+    up_t = _best_chernoff(lambda t: logm(lam + t) - g_lam, np.log(eta_t))
+    lo_t = _best_chernoff(lambda t: logm(lam - t) - g_lam, np.log(eta_t))
+    x_hi, x_lo = up_t, -lo_t
     k_lo = int(np.floor(x_lo / h)) - 1
-    k_hi = int(np.ceil(x_hi / h)) + 1
+    k_hi = max(int(np.ceil(x_hi / h)) + 1, k_lo + 2)
     n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
     if n > max_size:
         raise MemoryError(f"PLD grid of {n} points exceeds the limit {max_size}")
@@ -414,11 +570,28 @@ def compose(
         spec = f if spec is None else spec * f
         p_inf_keep *= (1.0 - d.p_inf) ** t
     out = sfft.irfft(spec, n)
+    move_mean = sum(t * d.move_mean for d, t in parts)
+    move_var = sum(t * d.move_var for d, t in parts)
+    move_b = max(d.move_mean for d, _ in parts)
     roundoff = 4.0 * np.finfo(float).eps * (n + sum(t for _, t in parts))
     start = k_lo - shift
     pos = (start + np.arange(n)) % n
     p = np.maximum(out[pos], 0.0)
-    return Composed(h, start + shift, c, p, float(1.0 - p_inf_keep), lam, g_lam, 2.0 * eta, 2.0 * eta, roundoff)
+    return Composed(
+        h,
+        start + shift,
+        c,
+        p,
+        float(1.0 - p_inf_keep),
+        lam,
+        g_lam,
+        0.0,
+        4.0 * eta_t,
+        roundoff,
+        move_mean,
+        move_var,
+        move_b,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -426,44 +599,57 @@ def compose(
 # ---------------------------------------------------------------------------
 
 
-def _tail_sums(cp: Composed):
-    """Losses > 0 and suffix sums of p̃e^{−λℓ}, p̃e^{−(λ+1)ℓ} and e^{−λℓ} (all terms <= 1)."""
+def _tail_sums(cp: Composed, floor: float = 0.0):
+    """Losses > f (f = ``floor``) and suffix sums of p̃e^{−λ(ℓ−f)}, p̃e^{−(λ+1)(ℓ−f)}, e^{−λ(ℓ−f)} (terms <= 1)."""
     ell = cp.losses()
-    pos = ell > 0
+    pos = ell > floor
     ell, pt = ell[pos], cp.p[pos]
-    e1 = np.exp(-cp.lam * ell)
+    e1 = np.exp(-cp.lam * (ell - floor))
     a = np.cumsum((pt * e1)[::-1])[::-1]
-    b = np.cumsum((pt * e1 * np.exp(-ell))[::-1])[::-1]
+    b = np.cumsum((pt * e1 * np.exp(-(ell - floor)))[::-1])[::-1]
     r = np.cumsum(e1[::-1])[::-1]
     z = np.zeros(1)
-    return ell, np.append(a, z), np.append(b, z), np.append(r, z)
+    return ell, np.append(a, z), np.append(b, z), np.append(r, z), floor
 
 
 def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
-    """(δ without allowances, allowance) for ε in the segment starting at suffix index i."""
-    ell, a, b, r = tails
+    """(δ without allowances, allowance) for ε in the segment starting at suffix index i.
+
+    δ(ε) = e^G Σ_{ℓ>ε} p̃ e^{−λℓ}(1 − e^{ε−ℓ}); the allowance bounds the
+    round-off (per tilted mass) and the tilted mass that may have wrapped
+    (2·W~·e^{G−λε} for ε up to the top of the window).
+    """
+    ell, a, b, r, f = tails
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        core = np.exp(cp.g) * np.maximum(a[i] - np.exp(eps) * b[i], 0.0)
-        allow = cp.wrap + np.exp(cp.g) * (cp.roundoff * r[i] + cp.tilted_wrap * np.exp(-cp.lam * np.maximum(eps, 0)))
+        scale = np.exp(cp.g - cp.lam * f)
+        core = scale * np.maximum(a[i] - np.exp(eps - f) * b[i], 0.0)
+        top = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h
+        reach = np.minimum(eps, top)
+        allow = cp.wrap + scale * cp.roundoff * r[i] + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
     return np.nan_to_num(core, nan=np.inf, posinf=np.inf), np.nan_to_num(allow, nan=np.inf, posinf=np.inf)
 
 
-def delta_at(cp: Composed, eps: np.ndarray, sign: float) -> np.ndarray:
-    """δ(ε); ``sign`` +1 adds the allowances (upper bound), −1 subtracts them (lower bound)."""
-    tails = _tail_sums(cp)
-    eps = np.maximum(np.asarray(eps, float), 0.0)
+def delta_at(cp: Composed, eps: np.ndarray, sign: float, floor: float = 0.0) -> np.ndarray:
+    """δ(ε) for ε >= ``floor`` (smaller ε are raised to it); ``sign`` +1 adds the allowances
+    (upper bound), −1 subtracts them (lower bound)."""
+    tails = _tail_sums(cp, floor)
+    eps = np.maximum(np.asarray(eps, float), floor)
     i = np.searchsorted(tails[0], eps, side="right")
     core, allow = _delta_parts(cp, i, eps, tails)
     return np.clip(core + cp.p_inf + sign * allow, 0.0, 1.0)
 
 
-def epsilon_at(cp: Composed, delta: np.ndarray, sign: float) -> np.ndarray:
-    """Smallest ε >= 0 at which δ(ε) (with allowances per ``sign``) is at most ``delta``."""
-    tails = _tail_sums(cp)
+def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0) -> np.ndarray:
+    """Smallest ε >= ``floor`` at which δ(ε) (with allowances per ``sign``) is at most ``delta``.
+
+    For the lower bound (sign −1) the answer is the end of the last ε >= floor
+    where the lower δ-curve is above ``delta`` (``floor`` when there is none).
+    """
+    tails = _tail_sums(cp, floor)
     ell = tails[0]
     delta = np.atleast_1d(np.asarray(delta, float))
-    # δ just right of each atom (ε = ℓ_j from the right counts atoms > ℓ_j), and at ε = 0.
-    pts = np.concatenate([[0.0], ell])
+    # δ just right of each atom (ε = ℓ_j from the right counts atoms > ℓ_j), and at ε = floor.
+    pts = np.concatenate([[floor], ell])
     idx = np.searchsorted(ell, pts, side="right")
     core, allow = _delta_parts(cp, idx, pts, tails)
     curve = np.clip(core + cp.p_inf + sign * allow, 0.0, None)
@@ -482,24 +668,25 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float) -> np.ndarray:
             # answer is just after the *last* such point (the curve need not be monotone).
             bad = np.flatnonzero(over)
             if bad.size == 0:
-                out[k] = 0.0
+                out[k] = floor
                 continue
             j = int(bad[-1]) + 1
             if j >= pts.size:
                 out[k] = float(pts[-1])
                 continue
         if j == 0:
-            out[k] = 0.0
+            out[k] = floor
             continue
         lo_e, hi_e = pts[j - 1], pts[j]
         # Inside the segment δ = e^G (a − e^ε b) + p_inf + sign·allow(lo_e): solve for ε (allowance frozen at
         # the left end, which only makes the upper answer larger and the lower one smaller).
         i = int(idx[j - 1])
         _, al = _delta_parts(cp, np.array([i]), np.array([lo_e]), tails)
-        target = (dl - cp.p_inf - sign * al[0]) * np.exp(-cp.g)
+        with np.errstate(over="ignore"):
+            target = (dl - cp.p_inf - sign * al[0]) * np.exp(-(cp.g - cp.lam * floor))
         a, b = tails[1][i], tails[2][i]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            e = np.log((a - target) / b) if b > 0 and a > target else (hi_e if sign > 0 else lo_e)
+            e = floor + np.log((a - target) / b) if b > 0 and a > target else (hi_e if sign > 0 else lo_e)
         e = float(np.clip(e, lo_e, hi_e)) if np.isfinite(e) else (hi_e if sign > 0 else lo_e)
         out[k] = e
     return out
@@ -517,10 +704,19 @@ class Interval:
     h: float
 
 
-def _discretised(mechs, h: float, kind: str) -> list[list[tuple[Discrete, int]]]:
+def _tail_for(mechs, delta_min: float) -> float:
+    """Per-step P-mass left outside the grid: at most 1e-6·δ in total over all steps."""
+    total = sum(t for _, t in mechs)
+    return float(min(max(1e-6 * delta_min / max(total, 1), 1e-300), 1e-12))
+
+
+def _discretised(mechs, h: float, kind: str, tail: float = 1e-30) -> list[list[tuple[Discrete, int]]]:
     """Per direction, the discretised parts (direction k of every mechanism; symmetric ones in both)."""
     n_dir = max(len(m) for m, _ in mechs)
-    disc = discretise_upper if kind == "upper" else discretise_lower
+    times: dict = {}
+    for m, t in mechs:
+        for d in m:
+            times[id(d)] = times.get(id(d), 0) + t
     cache: dict = {}
     out = []
     for k in range(n_dir):
@@ -528,23 +724,49 @@ def _discretised(mechs, h: float, kind: str) -> list[list[tuple[Discrete, int]]]
         for m, t in mechs:
             d = m[min(k, len(m) - 1)]
             if id(d) not in cache:
-                cache[id(d)] = disc(d, h)
+                cache[id(d)] = (
+                    discretise_upper(d, h, tail)
+                    if kind == "upper"
+                    else discretise_lower(d, h, tail, times=times[id(d)])
+                )
             parts.append((cache[id(d)], t))
         out.append(parts)
     return out
 
 
-def _eps_one(mechs, delta, h: float, kind: str) -> np.ndarray:
-    """ε(δ) by one discretisation kind: max over directions, each composed with the tilt for its δ."""
+def _eps_one(mechs, delta, h: float, kind: str, guess=None) -> np.ndarray:
+    """ε(δ) by one discretisation kind: max over directions, each composed with the tilt for its δ.
+
+    ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
+    """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
     best = np.zeros(delta.shape)
-    for parts in _discretised(mechs, h, kind):
-        tilts = np.array([choose_tilt(parts, float(np.log(dl))) for dl in delta])
+    for parts in _discretised(mechs, h, kind, _tail_for(mechs, float(delta.min()))):
+        gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
+        chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
+        tilts = np.array([lam for lam, _ in chosen])
         for lam in np.unique(tilts):
             sel = tilts == lam
-            cp = compose(parts, lam=float(lam))
-            best[sel] = np.maximum(best[sel], epsilon_at(cp, delta[sel], sign))
+            dl = delta[sel]
+            # Wrap-around allowances of about 1e-8·δ: untilted η = 1e-8·δ; tilted η small enough at
+            # ε down to half the Chernoff estimate (allowance e^{G−λε}·2η; see choose_tilt).
+            level = max(v for (l_, v) in chosen if l_ == lam)
+            eta_t = float(np.clip(1e-8 * dl.min() * np.exp(-level), 1e-300, 1e-8))
+            cp = compose(parts, lam=float(lam), eta=eta_t)
+            if sign > 0:
+                eps = epsilon_at(cp, dl, sign)
+            else:
+                # Give back the concentrated part of the lower discretisation's moves (lower_shift),
+                # at the price η = LOWER_ETA·δ; only where the unshifted answer is positive.
+                # δ_true(ε) >= δ_lower(ε − s) − η, so ε_true >= s + (the lower answer at δ + η for ε' >= −s).
+                eta = LOWER_ETA * dl
+                s_ = np.array([lower_shift(cp, float(e)) for e in eta])
+                eps = epsilon_at(cp, dl, sign)
+                for v in np.unique(s_):
+                    k = s_ == v
+                    eps[k] = np.maximum(eps[k], epsilon_at(cp, dl[k] + eta[k], sign, floor=-v) + v)
+            best[sel] = np.maximum(best[sel], eps)
     return best
 
 
@@ -552,13 +774,19 @@ def _delta_one(mechs, eps, h: float, kind: str) -> np.ndarray:
     eps = np.atleast_1d(np.asarray(eps, float))
     sign = 1.0 if kind == "upper" else -1.0
     best = np.zeros(eps.shape)
-    for parts in _discretised(mechs, h, kind):
+    for parts in _discretised(mechs, h, kind, 1e-18 / max(sum(t for _, t in mechs), 1)):
         total = sum(t * _log_mgf(d, _TS) for d, t in parts)
         tilts = np.array([_TS[int(np.argmin(total - _TS * e))] for e in eps])
         for lam in np.unique(tilts):
             sel = tilts == lam
             cp = compose(parts, lam=float(lam))
-            best[sel] = np.maximum(best[sel], delta_at(cp, eps[sel], sign))
+            dl = delta_at(cp, eps[sel], sign)
+            if sign < 0:
+                # δ_true(ε) >= δ_lower(ε − s) − η (lower_shift), with η a small fixed level.
+                eta = 1e-15
+                v = lower_shift(cp, eta)
+                dl = np.maximum(dl, delta_at(cp, eps[sel] - v, sign, floor=-v) - eta)
+            best[sel] = np.maximum(best[sel], dl)
     return best
 
 
@@ -602,45 +830,70 @@ def _target(upper: np.ndarray, rel: float, abs_: float) -> np.ndarray:
     return np.maximum(rel * upper, abs_)
 
 
-def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float = 1e-3) -> Answer:
+def initial_h(mechs) -> float:
+    """A starting grid spacing: 1/16 of the per-step loss spread of the dominant part, at most 1e-3.
+
+    A grid coarser than the per-step distribution makes both bounds loose
+    (the lower one especially), so narrow steps (small q or large σ) start
+    finer. Powers of two below 1e-3 keep answers reproducible. Raises
+    ValueError past :data:`MAX_HALVINGS` halvings.
+    """
+    best, spread = -1.0, 1.0
+    for m, t in mechs:
+        d = discretise_upper(m[0], 1e-3, 1e-12)
+        ell, p = d.losses(), d.p
+        mass = p.sum()
+        if mass <= 0:
+            continue
+        mean = float(np.dot(ell, p) / mass)
+        var = float(np.dot((ell - mean) ** 2, p) / mass)
+        if t * var > best:
+            best, spread = t * var, np.sqrt(var)
+    k = int(max(np.ceil(np.log2(1e-3 * 16 / max(spread, 1e-300))), 0))
+    if k > MAX_HALVINGS:
+        raise ValueError(f"the per-step privacy loss spread ({spread:.3g}) is too narrow for the PLD grid")
+    return 1e-3 / 2**k
+
+
+def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The upper and lower bounds
-    are refined separately (the lower bound needs a finer grid); a bound
+    are refined separately: each round halves the spacing of the side whose
+    last halving moved it more (a side not yet refined goes first). A bound
     whose grid would exceed :data:`MAX_GRID` points stops refining and the
     interval is returned as it is, with ``met`` false.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA):
         raise ValueError(f"the PLD engine answers for δ >= {MIN_DELTA:g}")
-    h_u = h_l = h0
-    up = _eps_one(mechs, delta, h_u, "upper")
-    lo = _eps_one(mechs, delta, h_l, "lower")
-    for _ in range(12):
-        width = up - lo
-        tgt = _target(up, rel, abs_)
-        if np.all(width <= tgt):
+    h = {"upper": h0 or initial_h(mechs)}
+    h["lower"] = h["upper"]
+    val = {k: _eps_one(mechs, delta, h[k], k) for k in ("upper", "lower")}
+    moved = {"upper": np.inf, "lower": np.inf}
+    stuck: set = set()
+    for _ in range(24):
+        if np.all(val["upper"] - val["lower"] <= _target(val["upper"], rel, abs_)):
             break
-        # Which side is worse: compare against the other side's next refinement.
-        refined = False
-        for kind in ("lower", "upper"):
-            h = h_l if kind == "lower" else h_u
-            try:
-                new = _eps_one(mechs, delta, h / 2, kind)
-            except MemoryError:
-                continue
-            if kind == "lower":
-                gain = np.max(new - lo)
-                lo, h_l = np.maximum(lo, new), h / 2
-            else:
-                gain = np.max(up - new)
-                up, h_u = np.minimum(up, new), h / 2
-            refined = True
-            if np.all(up - lo <= _target(up, rel, abs_)):
-                break
-            if gain < 0.25 * np.max(width) and kind == "lower":
-                continue
-        if not refined:
+        sides = [k for k in ("lower", "upper") if k not in stuck]
+        if not sides:
             break
-    lo = np.minimum(lo, up)
-    return Answer(lo, up, h_u, h_l, (up - lo) <= _target(up, rel, abs_) * (1 + 1e-9))
+        kind = max(sides, key=lambda k: moved[k])
+        try:
+            # A first interval that is far too wide usually means the Chernoff tilt sits far from the
+            # answer (few steps): centre the tilt at the current upper bound instead.
+            wide = np.any(val["upper"] - val["lower"] > 0.25 * val["upper"])
+            new = _eps_one(mechs, delta, h[kind] / 2, kind, guess=val["upper"] if wide else None)
+        except MemoryError:
+            stuck.add(kind)
+            continue
+        h[kind] /= 2
+        if kind == "upper":
+            moved[kind] = float(np.max(val[kind] - new))
+            val[kind] = np.minimum(val[kind], new)
+        else:
+            moved[kind] = float(np.max(new - val[kind]))
+            val[kind] = np.maximum(val[kind], new)
+    up = val["upper"]
+    lo = np.minimum(val["lower"], up)
+    return Answer(lo, up, h["upper"], h["lower"], (up - lo) <= _target(up, rel, abs_) * (1 + 1e-9))

@@ -153,8 +153,12 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp"):
     return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
 
 
-def _pld_upper_fast(q, sigma, steps, delta, h: float = 2.5e-4):
-    """PLD upper bound only, on a fixed grid: sound at any h, and cheap — for searches."""
+def _pld_upper_fast(q, sigma, steps, delta):
+    """PLD upper bound only, on the starting grid of the full answer: sound at any h, and cheap — for searches.
+
+    The full answer refines from the same grid and keeps the smaller upper
+    bound, so a value this search accepts always passes the re-check.
+    """
     from . import pld
 
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
@@ -162,8 +166,11 @@ def _pld_upper_fast(q, sigma, steps, delta, h: float = 2.5e-4):
     for i in range(q.size):
         mech = [(pld.subsampled_gaussian(float(q[i]), float(sigma[i])), int(steps[i]))]
         try:
-            out[i] = pld._eps_one(mech, np.array([delta[i]]), h, "upper")[0]
-        except MemoryError:
+            if delta[i] < pld.MIN_DELTA:
+                raise ValueError("δ below the PLD range")
+            with np.errstate(all="ignore"):
+                out[i] = pld._eps_one(mech, np.array([delta[i]]), pld.initial_h(mech), "upper")[0]
+        except (MemoryError, ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
             out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
     return out
 
