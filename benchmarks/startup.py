@@ -26,8 +26,8 @@ CASES = [
         "dpcalc calibrate gaussian --epsilon 0.01:10:1000 --delta 1e-6 --json",
         _dpcalc("calibrate gaussian --epsilon 0.01:10:1000 --delta 1e-6 --json"),
     ),
-    ("dpcalc plan-sgd (MNIST, rdp + gdp-clt)", _dpcalc(f"plan-sgd {MNIST} --noise-multiplier 1.1")),
-    ("dpcalc plan-sgd --target-epsilon 3 (solve σ)", _dpcalc(f"plan-sgd {MNIST} --target-epsilon 3")),
+    ("dpcalc plan-sgd (MNIST, pld interval)", _dpcalc(f"plan-sgd {MNIST} --noise-multiplier 1.1")),
+    ("dpcalc plan-sgd --target-epsilon 3 (solve σ, pld)", _dpcalc(f"plan-sgd {MNIST} --target-epsilon 3")),
 ]
 
 
