@@ -342,26 +342,22 @@ def _inverse(v: dict) -> int:
         ).reshape(-1)
     else:
         t = None
+
+    def solve_by(engine):
+        if solve == "noise-multiplier":
+            return sgd.solve_sigma(q, t, m["delta"], m["target"], engine)
+        if solve == "epochs":
+            return sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], engine)
+        return sgd.solve_batch_size(m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], engine)
+
     rows = []
     for e in engines:
         acc = sgd.ACCOUNTANTS[e]
-        if solve == "noise-multiplier":
-            sol = sgd.solve_sigma(q, t, m["delta"], m["target"], e)
-
-        elif solve == "epochs":
-            sol = sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], e)
-
-        else:
-            sol = sgd.solve_batch_size(m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], e)
+        sol = solve_by(e)
         method = np.full(n, e, dtype=object)
         if e == "pld" and engines == ["pld"] and not np.all(sol.found):
             # Where PLD found nothing (it declines below δ = 1e-12 or past its grid), try RDP.
-            if solve == "noise-multiplier":
-                alt = sgd.solve_sigma(q, t, m["delta"], m["target"], "rdp")
-            elif solve == "epochs":
-                alt = sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], "rdp")
-            else:
-                alt = sgd.solve_batch_size(m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], "rdp")
+            alt = solve_by("rdp")
             use = ~sol.found & alt.found
             if use.any():
                 sol = sgd.Solution(

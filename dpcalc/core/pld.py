@@ -409,9 +409,10 @@ class Composed:
     The finite part has masses p̃_i at losses ℓ_i = (k0 + i + c)·h; the true
     masses are p_i = p̃_i · exp(G − λ ℓ_i). Tilting before the transforms
     keeps the floating-point noise small *relative to* the tail that δ reads
-    (λ is chosen for the δ or ε asked about). ``wrap`` bounds the untilted
-    mass that may have wrapped around the window; ``tilted_wrap`` the tilted
-    mass that may have; ``roundoff`` bounds the error of each tilted mass.
+    (λ is chosen for the δ or ε asked about). ``tilted_wrap`` bounds the
+    tilted mass that may have wrapped around the window (both sides, counted
+    twice: missing above and misplaced); ``roundoff`` bounds the error of
+    each tilted mass.
     """
 
     h: float
@@ -421,7 +422,6 @@ class Composed:
     p_inf: float
     lam: float
     g: float
-    wrap: float
     tilted_wrap: float
     roundoff: float
     move_mean: float = 0.0  # Σ over steps of the mean move of the lower discretisation
@@ -585,7 +585,6 @@ def compose(
         float(1.0 - p_inf_keep),
         lam,
         g_lam,
-        0.0,
         4.0 * eta_t,
         roundoff,
         move_mean,
@@ -625,7 +624,7 @@ def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
         core = scale * np.maximum(a[i] - np.exp(eps - f) * b[i], 0.0)
         top = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h
         reach = np.minimum(eps, top)
-        allow = cp.wrap + scale * cp.roundoff * r[i] + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
+        allow = scale * cp.roundoff * r[i] + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
     return np.nan_to_num(core, nan=np.inf, posinf=np.inf), np.nan_to_num(allow, nan=np.inf, posinf=np.inf)
 
 
