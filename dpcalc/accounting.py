@@ -12,7 +12,9 @@ computed by every sound method that applies:
   composition of the two groups is sound).
 
 Neighbouring relation: parts are combined as given; Poisson-subsampled
-Gaussians assume add/remove neighbours.
+Gaussians assume add/remove neighbours, Gaussians sampled without
+replacement substitution neighbours. The latter have no RDP bound here: only
+the PLD engine accounts for them (and their (ε, δ) is what it says).
 """
 
 from __future__ import annotations
@@ -32,15 +34,15 @@ from dpcalc.model import DP, GDP, ZCDP, Composed, Gaussian, Laplace, ObjectError
 class Part:
     """One accounted part: a normalised object and how many times it runs."""
 
-    kind: str  # gauss | zcdp | pure | laplace | sgauss | curve | dp
+    kind: str  # gauss | zcdp | pure | laplace | sgauss | wgauss | curve | dp
     times: int
     mu: float = 0.0  # gauss: Δ/σ (also GDP μ)
     rho: float = 0.0  # zcdp
     epsilon: float = 0.0  # pure, dp
     delta: float = 0.0  # dp
     scale: float = 0.0  # laplace b/Δ
-    rate: float = 1.0  # sgauss
-    sigma: float = 1.0  # sgauss noise multiplier
+    rate: float = 1.0  # sgauss, wgauss
+    sigma: float = 1.0  # sgauss, wgauss noise multiplier
     orders: tuple[float, ...] = ()
     values: tuple[float, ...] = ()
 
@@ -71,10 +73,7 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         if isinstance(inner, Gaussian) and obj.scheme == "poisson":
             return [Part("sgauss", times, rate=obj.rate, sigma=inner.sigma / inner.sensitivity)]
         if isinstance(inner, Gaussian):
-            raise ObjectError(
-                f"{where}: a Gaussian sampled without replacement (substitution neighbours) has no RDP bound in "
-                "dpcalc yet; amplify its (ε, δ) with 'amplify dp' instead"
-            )
+            return [Part("wgauss", times, rate=obj.rate, sigma=inner.sigma / inner.sensitivity)]
         if isinstance(inner, Laplace):
             inner = DP(inner.sensitivity / inner.scale, 0.0)
         if isinstance(inner, DP):
@@ -134,7 +133,10 @@ class Total:
 
 
 #: Part kinds the PLD engine can account for.
-PLD_KINDS = ("gauss", "laplace", "sgauss", "dp", "pure")
+PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "dp", "pure")
+
+#: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc).
+PLD_ONLY_KINDS = ("wgauss",)
 
 
 def pld_total(parts: list[Part], delta: float) -> Total | None:
@@ -151,6 +153,8 @@ def pld_total(parts: list[Part], delta: float) -> Total | None:
             mechs.append((pld.laplace(p.epsilon), p.times))
         elif p.kind == "sgauss":
             mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
+        elif p.kind == "wgauss":
+            mechs.append((pld.sampled_wor_gaussian(p.rate, p.sigma), p.times))
         else:
             mechs.append((pld.dp(p.epsilon, p.delta), p.times))
     try:
@@ -168,10 +172,20 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False) -> li
     if not parts:
         raise ObjectError("nothing to compose")
     totals: list[Total] = []
-    if with_pld:
+    pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
+    if with_pld or pld_only:
         t = pld_total(parts, delta)
         if t is not None:
             totals.append(t)
+        elif pld_only:
+            from dpcalc.core.pld import MIN_DELTA
+
+            raise ObjectError(
+                "a Gaussian sampled without replacement is accounted only by the PLD engine, which cannot answer "
+                f"here (it needs δ >= {MIN_DELTA:g} and a loss distribution that fits its grid)"
+            )
+    if pld_only:
+        return totals  # the other methods have no bound for such parts
     dp_parts = [p for p in parts if p.kind == "dp"]
     rest = [p for p in parts if p.kind != "dp"]
     dp_eps = float(sum(p.times * p.epsilon for p in dp_parts))
@@ -228,8 +242,14 @@ def shares(parts: list[Part], delta: float) -> list[float]:
 
     RDP-accounted parts share the RDP part of the budget in proportion to
     their RDP at the order that attains the total; (ε, δ) parts count their
-    basic ε. This explains *who spends* — it is not itself a guarantee.
+    basic ε. With parts only PLD accounts for (no RDP curve), every part
+    counts its own ε at δ. This explains *who spends* — it is not itself a
+    guarantee.
     """
+    if any(p.kind in PLD_ONLY_KINDS for p in parts):
+        # No RDP curve for these: attribute in proportion to each part's own ε (PLD where needed).
+        costs = np.array([part_cost(p, delta) for p in parts])
+        return list(costs / costs.sum()) if costs.sum() > 0 else [1.0 / len(parts)] * len(parts)
     dp_eps = np.array([p.times * p.epsilon if p.kind == "dp" else 0.0 for p in parts])
     rest = [p for p in parts if p.kind != "dp"]
     if not rest:

@@ -52,6 +52,7 @@ OK_CASES = [
     "amplify dp --epsilon 1 --rate 0.01 --scheme poisson",
     "amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,100 --delta 1e-5",
     "amplify gaussian --sigma 1 --rate 0.01 --orders 2,4,8.5",
+    "amplify gaussian --sigma 1.1 --rate 0.01 --steps 100 --scheme both",
     "group dp --epsilon 0.5 --delta 1e-7 --size 4",
     "group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10",
     "group pure --epsilon 0.5 --size 4",
@@ -65,6 +66,7 @@ OK_CASES = [
     "plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3",
     "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --target-epsilon 3",
     "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3 --accountant all",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --sampling without-replacement",
 ]
 
 
@@ -166,6 +168,51 @@ def test_plan_sgd_falls_back_to_rdp_where_pld_declines():
     doc = json.loads(r.stdout)
     assert [x["method"] for x in doc["rows"]] == ["rdp"]
     assert any("rdp" in w for w in doc["warnings"])
+
+
+def test_plan_sgd_without_replacement_is_pld_and_above_poisson():
+    base = "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma 1.1 --json"
+    wor = json.loads(run(base + " --sampling without-replacement --accountant all").stdout)
+    assert [r["method"] for r in wor["rows"]] == ["pld", "gdp-clt"]  # no RDP bound for it
+    pois = json.loads(run(base).stdout)["rows"][0]
+    w = wor["rows"][0]
+    assert w["epsilon_lower"] > pois["epsilon"]  # the substitution hull is less private than either direction
+    assert w["epsilon"] == pytest.approx(3.069, abs=0.002)
+    assert wor["objects"][0]["parts"][0]["of"]["scheme"] == "without-replacement"
+    assert any("substitution" in n for n in wor["notes"])
+    r = run(base + " --sampling without-replacement --accountant rdp")
+    assert r.exit_code == 2 and "--accountant" in r.stderr and "without-replacement" in r.stderr
+
+
+def test_plan_sgd_inverse_without_replacement_rechecked():
+    doc = json.loads(
+        run(
+            "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3 "
+            "--sampling without-replacement --json"
+        ).stdout
+    )
+    r = doc["rows"][0]
+    assert r["found"] and r["method"] == "pld" and r["epsilon"] <= 3
+    fwd = json.loads(
+        run(
+            f"plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --sigma {r['noise_multiplier']} "
+            "--sampling without-replacement --json"
+        ).stdout
+    )
+    assert fwd["rows"][0]["epsilon"] <= 3
+    assert r["noise_multiplier"] > 0.97  # more noise than Poisson sampling needs (σ ≈ 0.969 there)
+
+
+def test_amplify_gaussian_schemes():
+    doc = json.loads(run("amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,10000 --scheme both --json").stdout)
+    rows = {(r["scheme"], r["steps"], r["method"]): r for r in doc["rows"]}
+    assert ("without-replacement", 10000, "rdp") not in rows
+    one_p, one_w = rows[("poisson", 1, "pld")], rows[("without-replacement", 1, "pld")]
+    # One step: the hull's δ(ε) is the larger direction's, the same ε as Poisson's worse direction.
+    assert one_w["epsilon_lower"] <= one_p["epsilon"] and one_p["epsilon_lower"] <= one_w["epsilon"]
+    assert rows[("without-replacement", 10000, "pld")]["epsilon_lower"] > rows[("poisson", 10000, "pld")]["epsilon"]
+    r = run("amplify gaussian --sigma 1 --rate 0.01 --orders 2,4 --scheme without-replacement")
+    assert r.exit_code == 2 and "--orders" in r.stderr
 
 
 def test_plan_sgd_inverse_rechecked():

@@ -189,6 +189,28 @@ def test_gate_ignores_approximate_rows():
     assert r.exit_code == 1
 
 
+def test_ledger_with_a_gaussian_sampled_without_replacement(tmp_path):
+    p = tmp_path / "wor.toml"
+    p.write_text(
+        '[ledger]\ndelta = 1e-5\nneighbours = "substitution"\n'
+        '[[release]]\nname = "sgd"\nmechanism = "gaussian"\nnoise_multiplier = 1.1\nrate = 0.01\n'
+        'sampling = "without-replacement"\ntimes = 1000\n'
+        '[[release]]\nname = "eval"\nmechanism = "gaussian"\nsigma = 20\ntimes = 3\n'
+    )
+    d = doc(f"compose --ledger {p} --json")
+    total = [r for r in d["rows"] if r["row"] == "total"]
+    assert [t["method"] for t in total] == ["pld"]  # only PLD bounds such a part
+    sgd_only = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 1.1 --delta 1e-5 --sampling without-replacement --json")[
+        "rows"
+    ][0]
+    assert total[0]["epsilon"] > sgd_only["epsilon_lower"]  # the second release adds to the total
+    assert sum(r["share_pct"] for r in d["rows"] if r["row"] == "entry") == pytest.approx(100)
+    r = run(f"compose --ledger {p} --accountant rdp")
+    assert r.exit_code == 0 and "no RDP bound" in r.stderr
+    r = run(f"compose --ledger {p} --delta 1e-14")
+    assert r.exit_code == 2 and r.stderr.startswith("Error: ") and "PLD" in r.stderr
+
+
 def test_ledger_budget_from_file_and_option():
     assert run(f"compose --ledger {LEDGER}").exit_code == 0  # max_epsilon = 8 in the file
     r = run(f"compose --ledger {LEDGER} --max-epsilon 1")

@@ -153,3 +153,68 @@ def test_dpsgd_extremes_interval_contains_dp_accounting(q, s, t, d):
     assert lo[0] <= theirs * (1 + 1e-9)
     assert up[0] <= sgd.epsilon(q, s, t, d, "rdp") * (1 + 1e-9)
     assert up[0] == pytest.approx(theirs, rel=5e-3)
+
+
+# --- Gaussian sampled without replacement, substitution neighbours: C_q(G_{1/σ}) -----------------
+
+
+def _hockey(direction, eps):
+    _, _, sp, sq = direction.cdf(np.asarray(eps, float))
+    return sp - np.exp(eps) * sq
+
+
+@pytest.mark.parametrize("q, s, d", [(0.01, 1.1, 1e-5), (0.1, 2.0, 1e-5), (0.5, 0.8, 1e-6), (0.3, 0.5, 1e-3)])
+def test_wor_single_step_is_the_max_of_both_directions(q, s, d):
+    # One step of C_q(f) has δ(ε) = max(δ_remove, δ_add): the interval must contain that exact ε.
+    from scipy import optimize
+
+    remove, add = pld.subsampled_gaussian(q, s)
+    exact = optimize.brentq(lambda e: max(_hockey(remove, e), _hockey(add, e)) - d, 0.0, 60.0, xtol=1e-13, rtol=1e-14)
+    ans = pld.epsilon([(pld.sampled_wor_gaussian(q, s), 1)], d)
+    assert ans.lower[0] - 1e-9 <= exact <= ans.upper[0] + 1e-9
+    assert ans.met[0]
+
+
+def _hull_rdp_epsilon(q, s, t, d):
+    """ε by RDP of the symmetrised hull pair, by quadrature — independent of the PLD code.
+
+    With remove dominating for ε >= 0, the hull's loss is L_r(x) under P_r for x > 1/2, its mirror
+    −L_r(x) with P-mass Q_r(dx) for x > 1/2, and 0 otherwise. So E_P[e^{(α−1)L}] is
+    ∫_{x>1/2} φ_σ(x)(e^{αL_r} + e^{(1−α)L_r}) dx + 1 − P_r[x > 1/2] − Q_r[x > 1/2].
+    """
+    from scipy import special, stats
+
+    best = np.inf
+    for alpha in np.concatenate([np.linspace(1.5, 12, 43), np.arange(13, 80, 1.0), [96, 128, 192, 256]]):
+        x = np.linspace(0.5, 0.5 + alpha + 40 * s, 400_001)
+        L = np.log1p(q * np.expm1((2 * x - 1) / (2 * s * s)))
+        logphi = stats.norm.logpdf(x, scale=s)
+        terms = np.logaddexp(logphi + alpha * L, logphi + (1 - alpha) * L)
+        dx = x[1] - x[0]
+        log_int = special.logsumexp(terms, b=np.r_[0.5, np.ones(x.size - 2), 0.5] * dx)
+        a = 0.5 / s
+        rest = 1 - ((1 - q) * special.ndtr(-a) + q * special.ndtr(a)) - special.ndtr(-a)
+        d_alpha = np.logaddexp(log_int, np.log(rest)) / (alpha - 1)
+        eps = t * d_alpha + np.log((alpha - 1) / alpha) - (np.log(d) + np.log(alpha)) / (alpha - 1)
+        best = min(best, eps)
+    return best
+
+
+@pytest.mark.parametrize("q, s, t, d", [(0.01, 1.1, 10000, 1e-5), (0.1, 2.0, 1000, 1e-5), (0.05, 0.8, 300, 1e-8)])
+def test_wor_composition_below_the_hulls_rdp_and_above_poisson(q, s, t, d):
+    remove, add = pld.subsampled_gaussian(q, s)
+    eps_grid = np.linspace(0.0, 30.0, 3001)
+    assert np.all(_hockey(remove, eps_grid) >= _hockey(add, eps_grid) - 1e-15)  # premise of the quadrature
+    lo, up = sgd.pld_interval(q, s, t, d, "without-replacement")
+    rdp = _hull_rdp_epsilon(q, s, t, d)
+    assert lo[0] <= up[0] <= rdp * (1 + 1e-9)
+    assert up[0] - lo[0] <= max(1e-3 * up[0], 1e-3) * (1 + 1e-9)
+    # The hull is less private than either Poisson direction: composing those separately would under-report.
+    p_lo, p_up = sgd.pld_interval(q, s, t, d)
+    assert lo[0] > p_up[0]
+
+
+def test_wor_full_batch_is_the_plain_gaussian():
+    ans = pld.epsilon([(pld.sampled_wor_gaussian(1.0, 2.0), 50)], 1e-6)
+    exact = gdp.epsilon(np.sqrt(50) / 2.0, 1e-6)
+    assert ans.lower[0] <= exact <= ans.upper[0]

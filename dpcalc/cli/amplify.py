@@ -104,21 +104,36 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
 @grid_option("--steps", allowed=COUNT, default="1", help="Number of subsampled steps T.")
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε.")
 @grid_option("--orders", allowed=Range(1), help="List the per-step RDP at these orders α > 1 instead of ε.")
+@click.option(
+    "--scheme",
+    type=click.Choice(["poisson", "without-replacement", "both"]),
+    default="poisson",
+    help="poisson (default): each record kept with probability q, add/remove neighbours. without-replacement: "
+    "a fixed-size batch of m of n records, q = m/n, substitution neighbours (σ relative to the substitution "
+    "sensitivity); accounted by PLD only.",
+)
 @accountant_option
 @output_options
 @budget_option
-def gaussian(sigma, rate, steps, delta, orders, accountant, fmt, as_json):
-    """A Poisson-subsampled Gaussian: ε by RDP (sound) and by the GDP CLT (approximate).
+def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json):
+    """A subsampled Gaussian: tight ε by PLD, RDP (sound) and the GDP CLT (approximate).
 
-    RDP of one step follows Mironov, Talwar & Zhang 2019 (exact at integer
-    orders, an upper bound at fractional ones), composed over T steps and
-    converted with the improved conversion. The GDP central-limit μ =
-    q√(T(e^{1/σ²} − 1)) (Bu et al. 2020) is asymptotic and can under-state ε
-    (Gopi et al. 2021); it is labelled approximate and never marked as the answer.
+    PLD gives a certified interval on the tight ε. RDP of one Poisson step
+    follows Mironov, Talwar & Zhang 2019 (exact at integer orders, an upper
+    bound at fractional ones), composed over T steps and converted with the
+    improved conversion. The GDP central-limit μ = q√(T(e^{1/σ²} − 1))
+    (Bu et al. 2020; Dong, Roth & Su 2022 for sampling without replacement)
+    is asymptotic and can under-state ε (Gopi et al. 2021); it is labelled
+    approximate and never marked as the answer.
+
+    Sampling m of n without replacement with substitution neighbours makes a
+    G_{1/σ} step C_q(G_{1/σ})-DP (Dong, Roth & Su 2022, Thm 4.2); PLD
+    composes that trade-off exactly. dpcalc has no RDP bound for it.
 
     \b
     Examples:
       dpcalc amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,100,10000 --delta 1e-5
+      dpcalc amplify gaussian --sigma 1.1 --rate 0.01 --steps 10000 --scheme both
       dpcalc amplify gaussian --sigma 1 --rate 0.01 --orders 2,4,8,16,32
     """
     import numpy as np
@@ -127,7 +142,10 @@ def gaussian(sigma, rate, steps, delta, orders, accountant, fmt, as_json):
     from dpcalc.core import rdp as r
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
+    schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
     if orders is not None:
+        if scheme != "poisson":
+            raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")
         a = np.asarray(orders)
         m = c.mesh(sigma=sigma, rate=rate)
         rows = []
@@ -165,61 +183,88 @@ def gaussian(sigma, rate, steps, delta, orders, accountant, fmt, as_json):
             notes=["Per-step RDP, add/remove neighbours, sensitivity 1."],
         )
     m = c.mesh(sigma=sigma, rate=rate, steps=steps, delta=delta)
-    e_rdp = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "rdp")
-    if accountant != "rdp":
-        lo_pld, e_pld = sgd.pld_interval(m["rate"], m["sigma"], m["steps"], m["delta"])
-    else:
-        lo_pld = e_pld = np.full(m["rate"].shape, np.nan)
-    mu = gdp.clt_mu(m["rate"], m["sigma"], m["steps"])
-    e_clt = sgd.epsilon(m["rate"], m["sigma"], m["steps"], m["delta"], "gdp-clt")
-    rows, objects = [], []
-    for i in range(e_rdp.size):
-        base = {
-            "sigma": c.f(m["sigma"][i]),
-            "rate": c.f(m["rate"][i]),
-            "steps": int(m["steps"][i]),
-            "delta": c.f(m["delta"][i]),
-        }
-        if accountant != "rdp" and np.isfinite(e_pld[i]):
+    q, s_, t, d = m["rate"], m["sigma"], m["steps"], m["delta"]
+    mu = gdp.clt_mu(q, s_, t)
+    e_clt = sgd.epsilon(q, s_, t, d, "gdp-clt")
+    rows, objects, warnings = [], [], []
+    for sch in schemes:
+        poisson = sch == "poisson"
+        nb = "add-remove" if poisson else "substitution"
+        e_rdp = sgd.epsilon(q, s_, t, d, "rdp") if poisson else np.full(q.shape, np.nan)
+        if accountant != "rdp" or not poisson:
+            lo_pld, e_pld = sgd.pld_interval(q, s_, t, d, sch)
+        else:
+            lo_pld = e_pld = np.full(q.shape, np.nan)
+        for i in range(q.size):
+            base = {
+                "sigma": c.f(s_[i]),
+                "rate": c.f(q[i]),
+                "steps": int(t[i]),
+                "delta": c.f(d[i]),
+                "scheme": sch if scheme == "both" else None,
+            }
+            if np.isfinite(e_pld[i]):
+                rows.append(
+                    dict(
+                        base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper"
+                    )
+                )
+            if poisson:
+                rows.append(dict(base, epsilon=c.f(e_rdp[i]), epsilon_lower=None, mu=None, method="rdp", bound="upper"))
             rows.append(
-                dict(base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper")
+                dict(
+                    base,
+                    epsilon=c.f(e_clt[i]),
+                    epsilon_lower=None,
+                    mu=c.f(mu[i]),
+                    method="gdp-clt",
+                    bound="approximate",
+                )
             )
-        rows.append(dict(base, epsilon=c.f(e_rdp[i]), epsilon_lower=None, mu=None, method="rdp", bound="upper"))
-        rows.append(
-            dict(base, epsilon=c.f(e_clt[i]), epsilon_lower=None, mu=c.f(mu[i]), method="gdp-clt", bound="approximate")
-        )
-        objects.append(Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(m["rate"][i]), "poisson", "add-remove"))
-    warnings = []
-    if accountant != "rdp" and not np.isfinite(e_pld).all():
+            objects.append(Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb))
+        if (accountant != "rdp" or not poisson) and not np.isfinite(e_pld).all():
+            warnings.append(
+                "pld could not be computed for some inputs (δ below 1e-12 or too large a grid); "
+                + ("rdp is shown there." if poisson else "no other sound method covers sampling without replacement.")
+            )
+        if poisson and (e_clt < e_rdp).any():
+            warnings.append(
+                "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "
+                "are guarantees."
+            )
+        if not poisson and accountant == "rdp":
+            warnings.append("dpcalc has no RDP bound for sampling without replacement; its guarantee is by pld.")
+    if "without-replacement" in schemes:
         warnings.append(
-            "pld could not be computed for some inputs (the loss distribution needs too large a grid); "
-            "rdp is shown there."
-        )
-    if (e_clt < e_rdp).any():
-        warnings.append(
-            "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "
-            "are guarantees."
+            "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; only the pld rows are "
+            "guarantees for sampling without replacement."
         )
     cols = [
         ("sigma", "σ"),
         ("rate", "q"),
         ("steps", "T", "int"),
         ("delta", "δ"),
+        ("scheme", "scheme", "text"),
         ("mu", "μ (CLT)", "float", "up"),
         ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε", "float", "up"),
     ]
-    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
+    cols = [col for col in cols if any(r_.get(col[0]) is not None for r_ in rows)]
+    notes = {
+        "poisson": "poisson: Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier).",
+        "without-replacement": "without-replacement: m of n records, q = m/n, substitution neighbours; σ is the "
+        "noise std over the substitution sensitivity (for a sum of gradients clipped to C that is 2C).",
+    }
     return c.emit_rows(
         "amplify gaussian",
-        dict(sigma=sigma, rate=rate, steps=steps, delta=delta),
+        dict(sigma=sigma, rate=rate, steps=steps, delta=delta, scheme=scheme),
         cols,
         rows,
         fmt,
         as_json,
         objects=objects,
         warnings=warnings,
-        notes=["Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier)."],
+        notes=[notes[sch] for sch in schemes],
     )
 
 
@@ -229,8 +274,9 @@ def gaussian(sigma, rate, steps, delta, orders, accountant, fmt, as_json):
 @click.option(
     "--scheme",
     type=click.Choice(["poisson", "without-replacement", "both"]),
-    default="both",
-    help="Sampling scheme for (ε, δ) mechanisms (see 'amplify dp').",
+    default=None,
+    help="Sampling scheme (see 'amplify dp' and 'amplify gaussian'). Default: poisson for Gaussian mechanisms "
+    "(one object per input, ready to compose), both for (ε, δ) ones.",
 )
 @grid_option("--steps", allowed=COUNT, default="1", help="Steps T for Gaussian mechanisms.")
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε for Gaussian mechanisms.")
@@ -251,12 +297,13 @@ def from_input(source, rate, scheme, steps, delta, fmt, as_json):
                     steps=steps,
                     delta=delta,
                     orders=None,
+                    scheme=scheme or "poisson",
                     fmt=fmt,
                     as_json=as_json,
                 )
             elif isinstance(obj, (DP, Laplace)):
                 e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
-                ctx.invoke(dp, epsilon=(e,), delta=(d,), rate=rate, scheme=scheme, fmt=fmt, as_json=as_json)
+                ctx.invoke(dp, epsilon=(e,), delta=(d,), rate=rate, scheme=scheme or "both", fmt=fmt, as_json=as_json)
             else:
                 raise click.UsageError(
                     f"{where}: amplify takes a Gaussian, Laplace or (ε, δ) mechanism, not a {type(obj).__name__}."

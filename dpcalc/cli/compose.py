@@ -555,7 +555,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 @budget_option
 def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_json):
     """Compose the privacy objects read from stdin (or --input), or the releases of a ledger."""
-    from dpcalc.accounting import compose_parts, flatten
+    from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten
     from dpcalc.model import DP, Composed, ObjectError
 
     if ledger is not None:
@@ -580,6 +580,8 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         totals = compose_parts(parts, delta, with_pld=accountant != "rdp")
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
+    pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
+    warnings = [_PLD_ONLY_WARNING] if pld_only and accountant == "rdp" else []
     rows = [
         {
             "objects": len(objs),
@@ -618,12 +620,18 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         as_json,
         tail=("tightest", "method", "bound"),
         objects=[obj, DP(best["epsilon"], best["delta"])],
+        warnings=warnings,
     )
+
+
+_PLD_ONLY_WARNING = (
+    "a Gaussian sampled without replacement has no RDP bound in dpcalc; its total is by pld despite --accountant rdp."
+)
 
 
 def _compose_ledger(path, delta, with_pld, fmt, as_json):
     from dpcalc import ledger as lg
-    from dpcalc.accounting import compose_parts, flatten, part_cost, shares, tightest
+    from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten, part_cost, shares, tightest
     from dpcalc.model import DP, Composed, ObjectError
 
     try:
@@ -638,6 +646,8 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         share = shares(flat, d)
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
+    pld_only = any(p.kind in PLD_ONLY_KINDS for p in flat)
+    warnings = [_PLD_ONLY_WARNING] if pld_only and not with_pld else []
     ctx = click.get_current_context()
     if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
         ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon
@@ -689,8 +699,13 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
     top = max(zip(entry_share, book.entries), key=lambda x: x[0])
     notes = [
         f"{book.name}: neighbours {book.neighbours}; entry ε is each release on its own at δ = {d:g}.",
-        f"share is an attribution of the total (RDP at the optimal order, basic ε for (ε, δ) entries); the largest "
-        f"is {top[1].name!r} at {100 * top[0]:.1f}%.",
+        "share is an attribution of the total ("
+        + (
+            "in proportion to each release's own ε"
+            if pld_only
+            else "RDP at the optimal order, basic ε for (ε, δ) entries"
+        )
+        + f"); the largest is {top[1].name!r} at {100 * top[0]:.1f}%.",
     ]
     best = [r for r in total_rows if r["tightest"]][0]
     cols = [
@@ -714,4 +729,5 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         tail=("tightest", "method", "bound"),
         objects=[obj, DP(best["epsilon"], best["delta"])],
         notes=notes,
+        warnings=warnings,
     )

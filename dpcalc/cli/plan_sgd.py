@@ -25,7 +25,11 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
 
 @click.command("plan-sgd", context_settings=CONTEXT)
 @grid_option("--dataset-size", allowed=COUNT, help="Number of training records N.")
-@grid_option("--batch-size", allowed=COUNT, help="Expected batch size B (Poisson sampling at q = B/N).")
+@grid_option(
+    "--batch-size",
+    allowed=COUNT,
+    help="Batch size B, q = B/N (expected under Poisson sampling, exact without replacement).",
+)
 @grid_option("--rate", allowed=RATE, help="Sampling rate q, instead of --batch-size.")
 @grid_option("--epochs", allowed=POSITIVE, help="Training epochs E; steps T = ⌈E·N/B⌉.")
 @grid_option("--steps", allowed=COUNT, help="Training steps T, instead of --epochs.")
@@ -54,6 +58,14 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
     "answer, said on stderr). rdp: Rényi DP upper bound (fast, 5-15% above). gdp-clt: central-limit "
     "approximation (may under-report). all: every engine side by side.",
 )
+@click.option(
+    "--sampling",
+    type=click.Choice(["poisson", "without-replacement"]),
+    default="poisson",
+    help="poisson (default): each record joins a batch with probability q, add/remove neighbours. "
+    "without-replacement: fixed-size batches of B of N records, substitution neighbours, σ relative to the "
+    "substitution sensitivity (2C for gradients clipped to C); accounted by pld (and the approximate gdp-clt).",
+)
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
 @output_options
 @budget_option
@@ -68,18 +80,24 @@ def plan_sgd(
     target_epsilon,
     solve,
     accountant,
+    sampling,
     per_epoch,
     fmt,
     as_json,
 ):
-    """ε of a DP-SGD run (Poisson sampling), or the σ / epochs / batch size for a target ε.
+    """ε of a DP-SGD run, or the σ / epochs / batch size for a target ε.
 
-    Forward: ε after training, by RDP (Mironov, Talwar & Zhang 2019, improved
-    conversion, orders refined beyond the usual fixed grid) — a sound upper
-    bound — with the GDP central-limit ε (Bu et al. 2020) beside it, labelled
-    approximate. Inverse (--target-epsilon): the smallest noise multiplier, the
-    largest number of epochs, or the largest batch size that meets the target
-    by RDP; every answer is re-checked before it is printed.
+    Forward: ε after training as a certified interval from privacy loss
+    distributions (pld, the default; RDP where PLD cannot answer, said on
+    stderr). --accountant all adds RDP (Mironov, Talwar & Zhang 2019, a sound
+    upper bound) and the GDP central-limit ε (Bu et al. 2020), labelled
+    approximate. Inverse (--target-epsilon): the smallest noise multiplier,
+    the largest number of epochs, or the largest batch size that meets the
+    target; every answer is re-checked before it is printed.
+
+    Poisson sampling (add/remove neighbours) is the default; --sampling
+    without-replacement accounts fixed-size batches under substitution
+    neighbours, by PLD of the subsampled trade-off C_q(G_{1/σ}).
 
     \b
     Examples:
@@ -87,6 +105,8 @@ def plan_sgd(
                       --noise-multiplier 1.1 --delta 1e-5
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 3
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3
+      dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 \\
+                      --noise-multiplier 0.55 --sampling without-replacement
     """
     import numpy as np
 
@@ -97,7 +117,13 @@ def plan_sgd(
     exclusive(batch_size=batch_size, rate=rate)
     exclusive(epochs=epochs, steps=steps)
     warnings: list[str] = []
-    notes: list[str] = ["Poisson sampling, add/remove neighbours; σ is the noise multiplier (sensitivity 1)."]
+    poisson = sampling == "poisson"
+    notes: list[str] = [
+        "Poisson sampling, add/remove neighbours; σ is the noise multiplier (sensitivity 1)."
+        if poisson
+        else "Sampling B of N without replacement, substitution neighbours (Dong, Roth & Su 2022, Thm 4.2); σ is "
+        "the noise std over the substitution sensitivity (for a sum of gradients clipped to C that is 2C)."
+    ]
 
     if dataset_size is None:
         if batch_size is not None:
@@ -125,10 +151,17 @@ def plan_sgd(
                 "a δ; choose δ well below 1/N."
             )
 
+    if accountant == "rdp" and not poisson:
+        raise click.UsageError(
+            "Invalid value for '--accountant': rdp has no bound for --sampling without-replacement "
+            "(use pld, gdp-clt or all)."
+        )
     if accountant is None:
         engines = ["pld"]
+    elif accountant == "all":
+        engines = ["rdp", "pld", "gdp-clt"] if poisson else ["pld", "gdp-clt"]
     else:
-        engines = ["rdp", "pld", "gdp-clt"] if accountant == "all" else [accountant]
+        engines = [accountant]
     inputs = c.echo_inputs(
         dataset_size=dataset_size,
         batch_size=batch_size,
@@ -140,6 +173,7 @@ def plan_sgd(
         target_epsilon=target_epsilon,
         solve=solve,
         accountant=accountant or "pld",
+        sampling=sampling,
     )
 
     if target_epsilon is not None:
@@ -194,11 +228,11 @@ def plan_sgd(
     eps_by_engine, lower = {}, None
     for e in engines:
         if e == "pld":
-            lower, eps_by_engine[e] = sgd.pld_interval(q[idx], m["sigma"][idx], t_arr, m["delta"][idx])
+            lower, eps_by_engine[e] = sgd.pld_interval(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], sampling)
         else:
-            eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e)
+            eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e, sampling=sampling)
     fallback = None
-    if engines == ["pld"] and not np.all(np.isfinite(eps_by_engine["pld"])):
+    if engines == ["pld"] and poisson and not np.all(np.isfinite(eps_by_engine["pld"])):
         # PLD declined somewhere (δ below 1e-12 or too large a grid): answer those rows by RDP.
         bad = ~np.isfinite(eps_by_engine["pld"])
         fallback = np.full(bad.shape, np.nan)
@@ -222,7 +256,14 @@ def plan_sgd(
                 if fallback is not None and np.isfinite(fallback[k]):
                     rows.append(dict(base, epsilon=c.f(fallback[k]), method="rdp", bound="upper"))
                     continue
-                warnings.append(f"{e} could not be computed for some inputs (too large a grid); see the other rows.")
+                warnings.append(
+                    f"{e} could not be computed for some inputs (δ below 1e-12 or too large a grid); "
+                    + (
+                        "see the other rows."
+                        if poisson
+                        else "no other sound method covers sampling without replacement."
+                    )
+                )
                 continue
             rows.append(
                 dict(
@@ -242,7 +283,7 @@ def plan_sgd(
     if "gdp-clt" in engines:
         warnings.append(
             "gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. "
-            "2021); the rdp and pld rows are guarantees."
+            "2021); the " + ("rdp and pld rows are" if poisson else "pld rows are the") + " guarantees."
         )
     cols = [
         Column("dataset_size", "N", "int"),
@@ -261,7 +302,17 @@ def plan_sgd(
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
     objects = [
         Composed(
-            ((Subsampled(Gaussian(c.f(m["sigma"][i]), 1.0), c.f(q[i]), "poisson", "add-remove"), int(total_steps[i])),)
+            (
+                (
+                    Subsampled(
+                        Gaussian(c.f(m["sigma"][i]), 1.0),
+                        c.f(q[i]),
+                        sampling,
+                        "add-remove" if poisson else "substitution",
+                    ),
+                    int(total_steps[i]),
+                ),
+            )
         )
         for i in range(n_pts)
     ]
@@ -280,6 +331,7 @@ def _inverse(v: dict) -> int:
         v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
     )
     solve, engines, warnings, notes = v["solve"], v["engines"], v["warnings"], v["notes"]
+    sampling = v["sampling"]
     if solve == "auto":
         missing = [
             name
@@ -345,17 +397,19 @@ def _inverse(v: dict) -> int:
 
     def solve_by(engine):
         if solve == "noise-multiplier":
-            return sgd.solve_sigma(q, t, m["delta"], m["target"], engine)
+            return sgd.solve_sigma(q, t, m["delta"], m["target"], engine, sampling=sampling)
         if solve == "epochs":
-            return sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], engine)
-        return sgd.solve_batch_size(m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], engine)
+            return sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], engine, sampling=sampling)
+        return sgd.solve_batch_size(
+            m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], engine, sampling=sampling
+        )
 
     rows = []
     for e in engines:
         acc = sgd.ACCOUNTANTS[e]
         sol = solve_by(e)
         method = np.full(n, e, dtype=object)
-        if e == "pld" and engines == ["pld"] and not np.all(sol.found):
+        if e == "pld" and engines == ["pld"] and sampling == "poisson" and not np.all(sol.found):
             # Where PLD found nothing (it declines below δ = 1e-12 or past its grid), try RDP.
             alt = solve_by("rdp")
             use = ~sol.found & alt.found
@@ -410,7 +464,7 @@ def _inverse(v: dict) -> int:
             rows.append(row)
     notes.append(f"Solved for {solve.replace('-', ' ')}; ε is re-checked at the answer and is at most the target.")
     if "gdp-clt" in engines:
-        warnings.append("gdp-clt answers are approximate and may break the target; plan with the rdp row.")
+        warnings.append("gdp-clt answers are approximate and may break the target; plan with the pld or rdp row.")
     safe = {"noise_multiplier": "up", "steps": "down", "epochs": "down", "batch_size": "down"}
     cols = [
         Column("dataset_size", "N", "int"),

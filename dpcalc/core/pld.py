@@ -214,6 +214,53 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
     ]
 
 
+def sampled_wor_gaussian(rate: float, sigma: float) -> list[Direction]:
+    """Gaussian on a sample of m of n records drawn without replacement (q = m/n), substitution neighbours.
+
+    A mechanism that is G_μ-DP (μ = 1/σ, sensitivity under substitution)
+    becomes C_q(G_μ)-DP with C_q(f) = min{f_q, f_q⁻¹}** and
+    f_q = q·f + (1 − q)·Id ([DRS] Thm 4.2), and that is tight. f_q and
+    f_q⁻¹ are the trade-offs of the add and remove pairs of
+    :func:`subsampled_gaussian`, so for every ε the hull's curve is
+    δ(ε) = max(δ_remove(ε), δ_add(ε)) (the conjugate of a convex hull of a
+    minimum is the maximum of the conjugates). The hull is symmetric, and
+    a symmetric trade-off's loss L has, for ε >= 0,
+
+        P[L > ε] = δ(ε) − δ'(ε),   Q[L > ε] = −e^{−ε} δ'(ε),
+        P[L < −ε] = Q[L > ε],      Q[L < −ε] = P[L > ε],
+
+    with the rest of the mass at L = 0. Where one direction's δ is the
+    larger, these are that direction's own survival functions; where the
+    larger one changes, the jump is an atom. Composing the two directions
+    separately and taking the larger δ would *under*-state ε: the hull is
+    less private than either direction.
+
+    .. [DRS] J. Dong, A. Roth, W. Su. Gaussian Differential Privacy. JRSS-B 2022.
+    """
+    if rate >= 1.0:
+        return gaussian(1.0 / sigma)
+    remove, add = subsampled_gaussian(rate, sigma)
+
+    def survival(e):
+        # (P[L > e], Q[L > e]) of the hull for e >= 0, from the direction with the larger δ(e).
+        _, _, spr, sqr = remove.cdf(e)
+        _, _, spa, sqa = add.cdf(e)
+        with np.errstate(over="ignore", invalid="ignore"):
+            use_add = (spa - np.exp(e) * sqa) > (spr - np.exp(e) * sqr)
+        return np.where(use_add, spa, spr), np.where(use_add, sqa, sqr)
+
+    def cdf(ell):
+        ell = np.asarray(ell, float)
+        sp, sq = survival(np.abs(ell))
+        neg = ell < 0
+        # ℓ < 0: P[L <= ℓ] = Q[L >= −ℓ], Q[L <= ℓ] = P[L >= −ℓ] (atoms sit off the grid edges).
+        fp = np.where(neg, sq, 1.0 - sp)
+        fq = np.where(neg, sp, 1.0 - sq)
+        return fp, fq, np.where(neg, 1.0 - sq, sp), np.where(neg, 1.0 - sp, sq)
+
+    return [Direction(lo=-np.inf, hi=np.inf, cdf=cdf, median=0.0)]
+
+
 # ---------------------------------------------------------------------------
 # Discretisation
 # ---------------------------------------------------------------------------
@@ -337,15 +384,29 @@ def discretise_lower(d: Direction, h: float, tail: float = 1e-30, times: int = 1
     j0, P, Q, below, above = _bins(d, h, tail)
     off = _offsets(j0, P, Q, h)
     if d.atoms is None and P.size > 2:
-        # Second pass: nudge each inner edge by minus the mean excess offset of its two bins, so
-        # that the atoms sit near a common offset and the moves vary little (a smaller give-back
-        # penalty in lower_shift). Any partition is a post-processing, so this stays a lower bound.
-        excess = np.clip(off - 0.5, -0.25, 0.25)
-        nudge = np.zeros(P.size + 1)
-        nudge[1:-1] = -0.5 * (excess[:-1] + excess[1:])
-        j0, P, Q, below, above = _bins(d, h, tail, nudge)
-        off = _offsets(j0, P, Q, h)
-    c, mean, var = _best_offset(off, P, times)
+        # Nudge the edges so that the atoms sit near a common target offset and the moves vary
+        # little (a smaller give-back penalty in lower_shift). Any partition is a post-processing,
+        # so this stays a lower bound. Targets tried: mid-bin, and the offset of the heaviest bin
+        # (a point mass — the zero loss of a symmetrised hull, Laplace's ±ε₀ — cannot be nudged,
+        # so the others are shifted to meet it). The one with the smaller penalty is kept.
+        best = None
+        heavy = float(off[int(np.argmax(P))] % 1.0)
+        for target in (0.5, heavy) if abs(heavy - 0.5) > 0.05 else (0.5,):
+            shift = np.zeros(P.size + 1)
+            shift[1:-1] = target - 0.5  # a uniform move of the inner edges puts mid-bin atoms at the target
+            b = _bins(d, h, tail, shift)
+            o = _offsets(b[0], b[1], b[2], h)  # offsets from the unshifted grid points jh
+            excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
+            nudge = shift.copy()
+            nudge[1:-1] -= 0.5 * (excess[:-1] + excess[1:])
+            b = _bins(d, h, tail, nudge)
+            o = _offsets(b[0], b[1], b[2], h)
+            fit = _best_offset(o, b[1], times)
+            if best is None or fit[3] < best[1][3]:
+                best = (b, fit, o)
+        (j0, P, Q, below, above), (c, mean, var, _), off = best
+    else:
+        c, mean, var, _ = _best_offset(off, P, times)
     k = np.arange(P.size) + np.floor(off - c).astype(np.int64)  # grid point (k + c)h at or below each atom
     k0 = int(min(k.min(), 0)) if k.size else 0
     w = np.bincount(k - k0, weights=P, minlength=P.size - k0)
@@ -363,8 +424,8 @@ def _offsets(j0: int, P: np.ndarray, Q: np.ndarray, h: float) -> np.ndarray:
     return np.where(ok, (ell - e_lo) / h, 0.0)
 
 
-def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, float, float]:
-    """The grid offset c and the mean and variance (in units of h², under P) of the moves it causes.
+def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, float, float, float]:
+    """The grid offset c, the mean and variance (in units of h, h², under P) of the moves it causes, and its penalty.
 
     An atom at offset o moves down by o − c, or o − c + 1 when o < c. The
     candidates are the atoms' own offsets (the moves are piecewise linear in
@@ -373,7 +434,7 @@ def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, flo
     Mass not in ``p`` (dropped or infinite) is credited a move of 0.
     """
     if off.size == 0:
-        return 0.0, 0.0, 0.0
+        return 0.0, 0.0, 0.0, 0.0
     off = off - np.floor(off)  # only the position within a grid cell matters
     order = np.argsort(off)
     o, w = off[order], p[order]
@@ -394,7 +455,7 @@ def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, flo
     dj = np.maximum(dj - 1e-9, 0.0)  # a hair below the exact move: credit never exceeds the move
     m = float(np.dot(p, dj))
     v = float(np.dot(p, (dj - m) ** 2) + max(1.0 - float(p.sum()), 0.0) * m * m)
-    return ci, m * (1 - 1e-9), v * (1 + 1e-6) + 1e-30
+    return ci, m * (1 - 1e-9), v * (1 + 1e-6) + 1e-30, float(cost[i])
 
 
 # ---------------------------------------------------------------------------

@@ -1,4 +1,10 @@
-"""DP-SGD accounting: Poisson-subsampled Gaussian steps.
+"""DP-SGD accounting: subsampled Gaussian steps.
+
+Two samplings: ``poisson`` (each record kept with probability q, add/remove
+neighbours; the usual DP-SGD analysis) and ``without-replacement`` (a
+fixed-size batch of m of N records, q = m/N, substitution neighbours; σ is
+then relative to the substitution sensitivity). RDP (Mironov, Talwar &
+Zhang) covers Poisson sampling only; PLD and the GDP CLT cover both.
 
 The forward question (ε after T steps) and the inverse ones (the smallest
 noise multiplier, the largest number of steps, the largest batch for a
@@ -36,7 +42,11 @@ __all__ = [
     "solve_sigma",
     "solve_steps",
     "solve_batch_size",
+    "SAMPLINGS",
 ]
+
+#: Sampling schemes: Poisson (add/remove neighbours) and fixed-size without replacement (substitution).
+SAMPLINGS = ("poisson", "without-replacement")
 
 
 @dataclass(frozen=True)
@@ -52,7 +62,25 @@ class Accountant:
     epsilon: Callable[..., np.ndarray]
 
 
-def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30):
+def _check_sampling(sampling: str) -> None:
+    if sampling not in SAMPLINGS:
+        raise ValidationError("sampling", sampling, "poisson or without-replacement")
+
+
+def _mechanism(q: float, sigma: float, sampling: str):
+    """The PLD directions of one step."""
+    from . import pld
+
+    if sampling == "poisson":
+        return pld.subsampled_gaussian(q, sigma)
+    return pld.sampled_wor_gaussian(q, sigma)
+
+
+def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str = "poisson"):
+    if sampling != "poisson":
+        raise ValidationError(
+            "accountant", "rdp", "pld or gdp-clt for sampling without replacement (dpcalc has no RDP bound for it)"
+        )
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
     eps, _ = _rdp.optimal_epsilon(
         lambda al: steps[:, None] * _rdp._subsampled_gaussian(al, q[:, None], sigma[:, None]),
@@ -62,7 +90,7 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30):
     return eps
 
 
-def pld_interval(q, sigma, steps, delta, **kw):
+def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
     """Certified [lower, upper] on ε by PLD for each case (one FFT composition per case).
 
     NaN marks a case the PLD grid cannot represent (e.g. σ so small that the
@@ -70,6 +98,7 @@ def pld_interval(q, sigma, steps, delta, **kw):
     """
     from . import pld
 
+    _check_sampling(sampling)
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
     lo, up = np.empty(q.size), np.empty(q.size)
     for i in range(q.size):
@@ -78,7 +107,7 @@ def pld_interval(q, sigma, steps, delta, **kw):
             if delta[i] < pld.MIN_DELTA:
                 raise ValueError("δ below the PLD range")
             with np.errstate(all="ignore"):
-                ans = pld.epsilon([(pld.subsampled_gaussian(key[0], key[1]), int(key[2]))], delta[i], **kw)
+                ans = pld.epsilon([(_mechanism(key[0], key[1], sampling), int(key[2]))], delta[i], **kw)
             lo[i], up[i] = ans.lower[0], ans.upper[0]
         except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
             lo[i] = up[i] = np.nan  # beyond what the PLD grid can represent; callers say so
@@ -87,11 +116,12 @@ def pld_interval(q, sigma, steps, delta, **kw):
     return lo, up
 
 
-def _pld_epsilon(q, sigma, steps, delta):
-    return pld_interval(q, sigma, steps, delta)[1]
+def _pld_epsilon(q, sigma, steps, delta, sampling: str = "poisson"):
+    return pld_interval(q, sigma, steps, delta, sampling)[1]
 
 
-def _clt_epsilon(q, sigma, steps, delta):
+def _clt_epsilon(q, sigma, steps, delta, sampling: str = "poisson"):
+    # The same μ for both samplings (Bu et al. 2020 for Poisson; Dong, Roth & Su 2022 for C_q).
     mu = gdp.clt_mu(q, sigma, steps)
     mu, delta = np.broadcast_arrays(np.atleast_1d(mu), delta)
     return gdp._epsilon(mu.ravel(), np.log(delta.ravel()), 1e-12)
@@ -131,8 +161,8 @@ def _check(rate, sigma, steps, delta):
     return np.broadcast_arrays(q, s, t, d)
 
 
-def epsilon(rate, sigma, steps, delta, accountant: str = "rdp"):
-    """ε of T Poisson-subsampled Gaussian steps at δ.
+def epsilon(rate, sigma, steps, delta, accountant: str = "rdp", sampling: str = "poisson"):
+    """ε of T subsampled Gaussian steps at δ.
 
     Examples
     --------
@@ -140,20 +170,22 @@ def epsilon(rate, sigma, steps, delta, accountant: str = "rdp"):
     2.6
     """
     scalar = all_scalar(rate, sigma, steps, delta)
+    _check_sampling(sampling)
     q, s, t, d = _check(rate, sigma, steps, delta)
     shape = q.shape
-    eps = ACCOUNTANTS[accountant].epsilon(q.ravel(), s.ravel(), t.ravel(), d.ravel())
+    eps = ACCOUNTANTS[accountant].epsilon(q.ravel(), s.ravel(), t.ravel(), d.ravel(), sampling=sampling)
     return finish(np.asarray(eps).reshape(shape), scalar=scalar)
 
 
-def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp"):
+def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp", sampling: str = "poisson"):
     """ε after each of the given step counts (1-D ``steps``) for one setting."""
+    _check_sampling(sampling)
     steps = checked("steps", steps, low=1, low_open=False, integer=True).ravel()
     q, s, t, d = _check(rate, sigma, steps, delta)
-    return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
+    return ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
 
 
-def _pld_upper_fast(q, sigma, steps, delta):
+def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
     """PLD upper bound only, on the starting grid of the full answer: sound at any h, and cheap — for searches.
 
     The full answer refines from the same grid and keeps the smaller upper
@@ -164,7 +196,7 @@ def _pld_upper_fast(q, sigma, steps, delta):
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
     out = np.empty(q.size)
     for i in range(q.size):
-        mech = [(pld.subsampled_gaussian(float(q[i]), float(sigma[i])), int(steps[i]))]
+        mech = [(_mechanism(float(q[i]), float(sigma[i]), sampling), int(steps[i]))]
         try:
             if delta[i] < pld.MIN_DELTA:
                 raise ValueError("δ below the PLD range")
@@ -175,14 +207,14 @@ def _pld_upper_fast(q, sigma, steps, delta):
     return out
 
 
-def _search_eps(accountant, q, s, t, d):
+def _search_eps(accountant, q, s, t, d, sampling: str = "poisson"):
     if accountant == "pld":
-        return _pld_upper_fast(q, s, t, d)
+        return _pld_upper_fast(q, s, t, d, sampling)
     if accountant == "rdp":
         # Fewer refinement steps while searching: each value is still a
         # sound upper bound, so the search stays on the safe side.
-        return _rdp_epsilon(q, s, t, d, refine_steps=8)
-    return ACCOUNTANTS[accountant].epsilon(q, s, t, d)
+        return _rdp_epsilon(q, s, t, d, refine_steps=8, sampling=sampling)
+    return ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
 
 
 @dataclass(frozen=True)
@@ -194,45 +226,60 @@ class Solution:
     found: np.ndarray
 
 
-def solve_sigma(rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float = 1e-4):
+def solve_sigma(
+    rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float = 1e-4, sampling: str = "poisson"
+):
     """Smallest noise multiplier σ (rounded up, to ``rtol``) with ε <= target.
 
     The answer is re-checked with the full-precision accountant.
     ``found`` is false where no σ up to 1e6 meets the target. With the PLD
     accountant the RDP answer brackets the search from above (PLD <= RDP).
     """
+    _check_sampling(sampling)
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (a.ravel() for a in np.broadcast_arrays(q, t, d, target))
 
     def ok(sig):
-        return _search_eps(accountant, q, sig, t, d) <= target
+        return _search_eps(accountant, q, sig, t, d, sampling) <= target
 
-    if accountant == "pld":
+    if accountant == "pld" and sampling == "poisson":
         start = solve_sigma(q, t, d, target, "rdp", rtol=1e-3)
         hi, found = start.value, start.found
         rtol = max(rtol, 1e-3)
+        lo = hi * 0.5
     else:
         hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
-    lo = np.full(q.shape, 1e-3) if accountant != "pld" else hi * 0.5
+        # Doubling from 0.5: where 0.5 itself was not enough, hi/2 was checked and failed.
+        lo = np.where(hi > 0.5, hi * 0.5, 1e-3) if accountant == "pld" else np.full(q.shape, 1e-3)
+        if accountant == "pld":
+            rtol = max(rtol, 1e-3)
     lo_ok = ok(lo)
     good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
     good = np.where(lo_ok, lo, good)
-    eps = ACCOUNTANTS[accountant].epsilon(q, good, t, d)
+    eps = ACCOUNTANTS[accountant].epsilon(q, good, t, d, sampling=sampling)
     return Solution(good, eps, found & (eps <= target))
 
 
-def solve_steps(rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, max_steps: float = 1e9):
+def solve_steps(
+    rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, max_steps: float = 1e9, sampling: str = "poisson"
+):
     """Largest whole number of steps T with ε <= target (0 if even one step is over)."""
+    _check_sampling(sampling)
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (a.ravel() for a in np.broadcast_arrays(q, s, d, target))
 
     def ok(tt):
-        return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d) <= target
+        return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d, sampling) <= target
 
     one_ok = ok(np.ones_like(q))
-    if accountant == "pld":
+    if accountant == "pld" and sampling != "poisson":
+        # No RDP bracket: double from one step (PLD declines past 2^22 grid points, treated as over).
+        base = np.ones_like(q)
+        top, _ = expand_until(ok, base * 2, factor=2.0, max_steps=40, want=False)
+        top = np.minimum(top, max_steps)
+    elif accountant == "pld":
         # PLD is tighter than RDP: start from the RDP answer (checked) and double.
         start = solve_steps(q, s, d, target, "rdp", max_steps=max_steps).value
         base = np.where(ok(np.maximum(start, 1.0)), np.maximum(start, 1.0), 1.0)
@@ -245,18 +292,21 @@ def solve_steps(rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, 
     good, _ = bisect_predicate(ok, ok=base, bad=top, atol=0.5, rtol=0.0, max_iter=80)
     good = np.floor(good)
     good = np.where(top_ok, top, good)
-    eps = ACCOUNTANTS[accountant].epsilon(q, s, np.maximum(good, 1.0), d)
+    eps = ACCOUNTANTS[accountant].epsilon(q, s, np.maximum(good, 1.0), d, sampling=sampling)
     good = np.where(one_ok, good, 0.0)
     return Solution(good, np.where(one_ok, eps, np.nan), one_ok & (eps <= target))
 
 
-def solve_batch_size(dataset_size, epochs, sigma, delta, target_epsilon, accountant: str = "rdp"):
-    """Largest batch size B (expected, Poisson) with ε <= target for fixed epochs.
+def solve_batch_size(
+    dataset_size, epochs, sigma, delta, target_epsilon, accountant: str = "rdp", *, sampling: str = "poisson"
+):
+    """Largest batch size B (expected under Poisson sampling, exact without replacement) with ε <= target.
 
     ε is not guaranteed monotone in B; the search keeps only checked
     points, so the answer always meets the target even if a larger
     feasible B exists past a non-monotone stretch.
     """
+    _check_sampling(sampling)
     n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
     e = checked("epochs", epochs, low=0)
     s = checked("noise_multiplier", sigma, low=0)
@@ -267,8 +317,9 @@ def solve_batch_size(dataset_size, epochs, sigma, delta, target_epsilon, account
     def eps_for(b, full=False):
         b = np.clip(np.floor(b), 1.0, n)
         t = np.ceil(e * n / b - 1e-9)
-        f = ACCOUNTANTS[accountant].epsilon if full else lambda *a: _search_eps(accountant, *a)
-        return f(b / n, s, np.maximum(t, 1.0), d)
+        if full:
+            return ACCOUNTANTS[accountant].epsilon(b / n, s, np.maximum(t, 1.0), d, sampling=sampling)
+        return _search_eps(accountant, b / n, s, np.maximum(t, 1.0), d, sampling)
 
     def ok(b):
         return eps_for(b) <= target
