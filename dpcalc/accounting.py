@@ -45,6 +45,9 @@ class Part:
     sigma: float = 1.0  # sgauss, wgauss noise multiplier
     orders: tuple[float, ...] = ()
     values: tuple[float, ...] = ()
+    #: A "pure" part that is a subsampled Laplace (scale > 0, rate < 1): "poisson" or
+    #: "without-replacement". Other methods use its amplified ε; PLD uses the mechanism itself.
+    scheme: str = "poisson"
 
 
 def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
@@ -75,7 +78,17 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         if isinstance(inner, Gaussian):
             return [Part("wgauss", times, rate=obj.rate, sigma=inner.sigma / inner.sensitivity)]
         if isinstance(inner, Laplace):
-            inner = DP(inner.sensitivity / inner.scale, 0.0)
+            e, _ = subsample(inner.sensitivity / inner.scale, 0.0, obj.rate)
+            return [
+                Part(
+                    "pure",
+                    times,
+                    epsilon=float(e),
+                    rate=obj.rate,
+                    scale=inner.scale / inner.sensitivity,
+                    scheme=obj.scheme,
+                )
+            ]
         if isinstance(inner, DP):
             e, d = subsample(inner.epsilon, inner.delta, obj.rate)
             return flatten(DP(float(e), float(d)), times, where)
@@ -139,7 +152,7 @@ PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "dp", "pure")
 PLD_ONLY_KINDS = ("wgauss",)
 
 
-def pld_total(parts: list[Part], delta: float) -> Total | None:
+def pld_total(parts: list[Part], delta: float, width: float | None = None) -> Total | None:
     """Tight total by privacy loss distributions, with a certified interval (None if a part is not supported)."""
     from dpcalc.core import pld
 
@@ -155,11 +168,15 @@ def pld_total(parts: list[Part], delta: float) -> Total | None:
             mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
         elif p.kind == "wgauss":
             mechs.append((pld.sampled_wor_gaussian(p.rate, p.sigma), p.times))
+        elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
+            eps0 = 1.0 / p.scale
+            sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
+            mechs.append((sub(eps0, p.rate), p.times))
         else:
             mechs.append((pld.dp(p.epsilon, p.delta), p.times))
     try:
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(mechs, delta)
+            ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width}))
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
@@ -167,14 +184,17 @@ def pld_total(parts: list[Part], delta: float) -> Total | None:
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]))
 
 
-def compose_parts(parts: list[Part], delta: float, with_pld: bool = False) -> list[Total]:
-    """Total ε at δ of all parts, by every applicable sound method (tightest first is not implied)."""
+def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width: float | None = None) -> list[Total]:
+    """Total ε at δ of all parts, by every applicable sound method (tightest first is not implied).
+
+    ``width`` is the PLD interval's relative width target (None: the engine's default).
+    """
     if not parts:
         raise ObjectError("nothing to compose")
     totals: list[Total] = []
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     if with_pld or pld_only:
-        t = pld_total(parts, delta)
+        t = pld_total(parts, delta, width)
         if t is not None:
             totals.append(t)
         elif pld_only:

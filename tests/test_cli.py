@@ -215,6 +215,28 @@ def test_amplify_gaussian_schemes():
     assert r.exit_code == 2 and "--orders" in r.stderr
 
 
+def test_pld_width_option_narrows_the_certified_interval():
+    base = "plan-sgd --rate 0.01 --steps 10000 --sigma 1.1 --delta 1e-5 --json"
+    wide = json.loads(run(base).stdout)["rows"][0]
+    narrow_doc = json.loads(run(base + " --pld-width 1e-5").stdout)
+    narrow = narrow_doc["rows"][0]
+    assert narrow["epsilon"] - narrow["epsilon_lower"] <= 1e-5 * narrow["epsilon"] * (1 + 1e-9)
+    assert wide["epsilon"] - wide["epsilon_lower"] > 1e-5 * wide["epsilon"]
+    # Both are certified, so they overlap; and the narrow one's upper end is below dp-accounting's
+    # 1e-4 answer (5.19262), which the default one is not.
+    assert narrow["epsilon_lower"] <= wide["epsilon"] and wide["epsilon_lower"] <= narrow["epsilon"]
+    assert narrow["epsilon"] <= 5.19262 < wide["epsilon"]
+    assert narrow_doc["warnings"] == []
+    for cmd in (
+        "amplify gaussian --sigma 1.1 --rate 0.01 --steps 1000 --pld-width 1e-4 --json",
+        "compose mixed --subsampled-gaussian 0.01,1.1,1000 --delta 1e-5 --pld-width 1e-4 --json",
+    ):
+        rows = [r for r in json.loads(run(cmd).stdout)["rows"] if r["method"] == "pld"]
+        assert rows and all(r["epsilon"] - r["epsilon_lower"] <= 1e-4 * r["epsilon"] * (1 + 1e-9) for r in rows)
+    r = run(base + " --pld-width 0.5")
+    assert r.exit_code == 2 and "--pld-width" in r.stderr and "[1e-06, 0.1]" in r.stderr
+
+
 def test_plan_sgd_inverse_rechecked():
     doc = json.loads(
         run("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --target-epsilon 1,3 --json").stdout

@@ -218,3 +218,108 @@ def test_wor_full_batch_is_the_plain_gaussian():
     ans = pld.epsilon([(pld.sampled_wor_gaussian(1.0, 2.0), 50)], 1e-6)
     exact = gdp.epsilon(np.sqrt(50) / 2.0, 1e-6)
     assert ans.lower[0] <= exact <= ans.upper[0]
+
+
+# --- floating-point round-off of the FFT composition, against extended precision -----------------
+
+
+def _compose_longdouble(parts, cp_n, k_lo_start, lam):
+    """The same tilted composition as pld.compose, in numpy's extended precision."""
+    from scipy import fft as sfft
+
+    spec = None
+    for d, t in parts:
+        idx = (d.k0 + np.arange(d.p.size)) % cp_n
+        p = d.p.astype(np.longdouble)
+        with np.errstate(divide="ignore", under="ignore"):
+            lw = np.log(p) + np.longdouble(lam) * d.losses().astype(np.longdouble)
+        w = np.exp(lw - lw.max())
+        w = w / w.sum()
+        x = np.zeros(cp_n, dtype=np.longdouble)
+        np.add.at(x, idx, w)
+        f = sfft.rfft(x) ** t
+        spec = f if spec is None else spec * f
+    out = sfft.irfft(spec, cp_n)
+    return np.maximum(out[(k_lo_start + np.arange(cp_n)) % cp_n], 0)
+
+
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(float).eps, reason="no extended precision here")
+@pytest.mark.parametrize(
+    "mechs, h",
+    [
+        ([(pld.subsampled_gaussian(0.01, 1.1), 10000)], 5e-4),
+        ([(pld.gaussian(0.1), 1000)], 2.5e-4),
+        ([(pld.sampled_wor_gaussian(0.1, 2.0), 1000)], 1e-4),
+        ([(pld.subsampled_gaussian(0.001, 0.8), 100000)], 1.25e-4),
+        ([(pld.subsampled_gaussian(0.05, 1.0), 300), (pld.laplace(0.3), 20)], 5e-4),
+    ],
+)
+def test_roundoff_bound_covers_measured_fft_error(mechs, h):
+    (_, parts), *_ = pld._discretised(mechs, h, "upper", 1e-20, dirs=[0])
+    lam, _ = pld.choose_tilt(parts, np.log(1e-6))
+    cp = pld.compose(parts, lam=lam, eta=1e-15)
+    exact = _compose_longdouble(parts, cp.p.size, cp.k0 - int(np.floor(sum(t * d.c for d, t in parts))), lam)
+    err = float(np.sqrt(np.sum((cp.p.astype(np.longdouble) - exact) ** 2)))
+    assert err <= cp.roundoff
+    assert err > 0  # the comparison sees float64 noise (else it would prove nothing)
+
+
+# --- Laplace noise under subsampling ------------------------------------------------------------
+
+
+def _hockey_quad(p, q, eps):
+    from scipy import integrate, optimize
+
+    def f(x):
+        return max(p(x) - np.exp(eps) * q(x), 0.0)
+
+    # Split at 0, 1 (the kinks of the densities) and where p = e^ε q in between (the kink of f).
+    cuts = [0.0, 1.0]
+    g = lambda x: np.log(p(x)) - np.log(q(x)) - eps  # noqa: E731 - monotone on (0, 1)
+    if g(1e-12) * g(1 - 1e-12) < 0:
+        cuts.insert(1, optimize.brentq(g, 1e-12, 1 - 1e-12, xtol=1e-15))
+    pieces = zip([-np.inf] + cuts, cuts + [np.inf])
+    return sum(integrate.quad(f, a, b, limit=200, epsabs=1e-18, epsrel=1e-13)[0] for a, b in pieces)
+
+
+@pytest.mark.parametrize("eps0, q, d", [(1.0, 0.01, 1e-5), (2.0, 0.1, 1e-3), (0.5, 0.3, 1e-5)])
+def test_subsampled_laplace_single_step_matches_quadrature(eps0, q, d):
+    # Densities in x, integrated directly: independent of the loss-space algebra in pld.py.
+    from scipy import optimize
+
+    b = 1.0 / eps0
+
+    def lap(x, mu):
+        return np.exp(-abs(x - mu) / b) / (2 * b)
+
+    def mix(x):
+        return (1 - q) * lap(x, 0.0) + q * lap(x, 1.0)
+
+    def base(x):
+        return lap(x, 0.0)
+
+    worst = 0.0
+    for p_, q_ in ((mix, base), (base, mix)):
+        if _hockey_quad(p_, q_, 0.0) > d:
+            worst = max(worst, optimize.brentq(lambda e: _hockey_quad(p_, q_, e) - d, 0.0, 20.0, xtol=1e-12))
+    for mech in (pld.subsampled_laplace(eps0, q), pld.sampled_wor_laplace(eps0, q)):
+        # One step: Poisson's larger direction and the without-replacement hull have the same δ(ε).
+        ans = pld.epsilon([(mech, 1)], d)
+        assert ans.lower[0] - 1e-9 <= worst <= ans.upper[0] + 1e-9
+
+
+@pytest.mark.parametrize("eps0, q, t", [(1.0, 0.05, 400), (2.0, 0.1, 1000)])
+def test_subsampled_laplace_composition_below_kov_and_wor_above_poisson(eps0, q, t):
+    amplified = float(np.log1p(q * np.expm1(eps0)))  # the subsampled step is ε'-DP
+    kov = composition.optimal_homogeneous(amplified, 0.0, t, 1e-5)
+    p = pld.epsilon([(pld.subsampled_laplace(eps0, q), t)], 1e-5)
+    w = pld.epsilon([(pld.sampled_wor_laplace(eps0, q), t)], 1e-5)
+    assert p.lower[0] <= p.upper[0] < kov  # the worst case of an ε'-DP step is far from Laplace's
+    assert w.lower[0] <= w.upper[0] <= composition.optimal_homogeneous(amplified, 0.0, t, 1e-5) * (1 + 1e-9)
+    assert w.lower[0] > p.upper[0]
+
+
+def test_laplace_with_every_record_sampled_is_plain_laplace():
+    a = pld.epsilon([(pld.subsampled_laplace(0.3, 1.0), 50)], 1e-6)
+    b = pld.epsilon([(pld.laplace(0.3), 50)], 1e-6)
+    assert a.upper[0] == b.upper[0] and a.lower[0] == b.lower[0]

@@ -170,3 +170,33 @@ def delta_out(value: Any, bound: str) -> tuple[float, str]:
     if v < DELTA_FLOOR:
         return DELTA_FLOOR, "upper"
     return v, bound
+
+
+def pld_width() -> float | None:
+    """The --pld-width given to the running command (None: the engine's default)."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get("dpcalc.pld_width")
+
+
+def pld_kw() -> dict[str, float]:
+    """Keyword arguments for the PLD engine's width target (empty for the default)."""
+    w = pld_width()
+    return {} if w is None else {"rel": w, "abs_": w}
+
+
+def pld_width_warnings(lower, upper) -> list[str]:
+    """A warning where a PLD interval is wider than asked (the engine's grid limit was reached)."""
+    import numpy as np
+
+    from dpcalc.core.pld import ABS_WIDTH, REL_WIDTH
+
+    w = pld_width()
+    rel, abs_ = (REL_WIDTH, ABS_WIDTH) if w is None else (w, w)
+    lo, up = np.asarray(lower, float), np.asarray(upper, float)
+    ok = ~np.isfinite(lo) | ~np.isfinite(up) | (up - lo <= np.maximum(rel * up, abs_) * (1 + 1e-9))
+    if ok.all():
+        return []
+    return [
+        "some PLD intervals are wider than the width asked for (the engine reached its largest grid); they are "
+        "still certified bounds."
+    ]

@@ -18,6 +18,7 @@ from dpcalc.cli.options import (
     budget_option,
     grid_option,
     output_options,
+    pld_width_option,
 )
 from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
@@ -113,6 +114,7 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
     "sensitivity); accounted by PLD only.",
 )
 @accountant_option
+@pld_width_option
 @output_options
 @budget_option
 def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json):
@@ -192,7 +194,8 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
         nb = "add-remove" if poisson else "substitution"
         e_rdp = sgd.epsilon(q, s_, t, d, "rdp") if poisson else np.full(q.shape, np.nan)
         if accountant != "rdp" or not poisson:
-            lo_pld, e_pld = sgd.pld_interval(q, s_, t, d, sch)
+            lo_pld, e_pld = sgd.pld_interval(q, s_, t, d, sch, **c.pld_kw())
+            warnings += c.pld_width_warnings(lo_pld, e_pld)
         else:
             lo_pld = e_pld = np.full(q.shape, np.nan)
         for i in range(q.size):

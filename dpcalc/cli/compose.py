@@ -20,6 +20,7 @@ from dpcalc.cli.options import (
     grid_option,
     number_option,
     output_options,
+    pld_width_option,
     require,
     sensitivity_option,
 )
@@ -74,6 +75,7 @@ def _mark_tightest(rows, key_fields):
     default=None,
     help="With --release: also report the tight total ε at this δ by privacy loss distributions (pld).",
 )
+@pld_width_option
 @output_options
 @budget_option
 def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json):
@@ -119,7 +121,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
                     f"Invalid value for '--target-delta': {target_delta:g} — it must exceed the δ the releases spend "
                     f"on their own ({d:g})."
                 )
-            t = pld_total(parts, float(target_delta))
+            t = pld_total(parts, float(target_delta), c.pld_width())
             if t is not None:
                 rows.append(
                     {
@@ -430,6 +432,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
 )
 @_target_delta
 @accountant_option
+@pld_width_option
 @output_options
 @budget_option
 def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
@@ -491,7 +494,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         + [Part("laplace", int(p["times"]), epsilon=p["sensitivity"] / p["scale"]) for p in laplaces]
     )
     for i in range(d.size if accountant != "rdp" else 0):
-        t = pld_total(pld_parts, float(d[i]))
+        t = pld_total(pld_parts, float(d[i]), c.pld_width())
         if t is not None:
             rows.append(
                 {
@@ -551,6 +554,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 @number_option("--delta", allowed=PROBABILITY, default=None, help="δ at which to report the total ε.")
 @number_option("--delta-prime", allowed=PROBABILITY, default="1e-6", help="δ′ for advanced composition.")
 @accountant_option
+@pld_width_option
 @output_options
 @budget_option
 def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_json):
@@ -577,7 +581,7 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
     require("delta", delta, "the total ε is reported at this δ")
     try:
         parts = [p for obj, where in objs for p in flatten(obj, times, where)]
-        totals = compose_parts(parts, delta, with_pld=accountant != "rdp")
+        totals = compose_parts(parts, delta, with_pld=accountant != "rdp", width=c.pld_width())
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
@@ -641,8 +645,11 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
         parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
         flat = [p for ps in parts for p in ps]
-        totals = compose_parts(flat, d, with_pld=with_pld)
-        per_entry = [compose_parts(ps, d) if all(p.kind != "dp" for p in ps) else None for ps in parts]
+        totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width())
+        per_entry = [
+            compose_parts(ps, d, with_pld=with_pld, width=c.pld_width()) if all(p.kind != "dp" for p in ps) else None
+            for ps in parts
+        ]
         share = shares(flat, d)
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None

@@ -286,3 +286,20 @@ def accountant_option(f: Callable) -> Callable:
         help="pld/all: closed forms and RDP, plus the tight answer by privacy loss distributions (a certified "
         "interval at most 0.1% of ε wide) wherever it applies. rdp: closed forms and RDP only (fastest).",
     )(f)
+
+
+#: Allowed relative width of the PLD interval (also the absolute width below ε = 1).
+PLD_WIDTH = Range(1e-6, 0.1, low_open=False, high_open=False)
+
+
+def pld_width_option(f: Callable) -> Callable:
+    """``--pld-width W``: the certified PLD interval is at most W·ε wide (W absolute below ε = 1)."""
+    return click.option(
+        "--pld-width",
+        type=NumberType(PLD_WIDTH),
+        default=None,
+        expose_value=False,
+        callback=_to_meta("dpcalc.pld_width"),
+        help="Width of the certified PLD interval: at most W·ε (W absolute for ε < 1). Default 0.001 (0.1%). "
+        "Narrower is slower: each halving of the grid roughly doubles the time.",
+    )(f)

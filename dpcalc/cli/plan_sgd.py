@@ -14,6 +14,7 @@ from dpcalc.cli.options import (
     exclusive,
     grid_option,
     output_options,
+    pld_width_option,
     require,
 )
 
@@ -67,6 +68,7 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
     "substitution sensitivity (2C for gradients clipped to C); accounted by pld (and the approximate gdp-clt).",
 )
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
+@pld_width_option
 @output_options
 @budget_option
 def plan_sgd(
@@ -228,7 +230,10 @@ def plan_sgd(
     eps_by_engine, lower = {}, None
     for e in engines:
         if e == "pld":
-            lower, eps_by_engine[e] = sgd.pld_interval(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], sampling)
+            lower, eps_by_engine[e] = sgd.pld_interval(
+                q[idx], m["sigma"][idx], t_arr, m["delta"][idx], sampling, **c.pld_kw()
+            )
+            warnings += c.pld_width_warnings(lower, eps_by_engine[e])
         else:
             eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e, sampling=sampling)
     fallback = None

@@ -27,11 +27,14 @@ upper bound, dropped for the lower). T-fold self-composition raises the
 discrete Fourier transform of the exponentially tilted step to the T-th
 power on a window sized by Chernoff bounds on the tilted measure; the
 tilted mass that may have wrapped around is bounded the same way and,
-with an allowance of 4·u·(n + T) per tilted grid point for floating-point
-round-off in the transforms (u the machine epsilon, n the grid size),
-added to the upper δ and subtracted from the lower one. The round-off
-allowance is an engineering margin well above the errors we measure, not
-a proof; it is why the engine only answers for δ >= 1e-12.
+with an allowance for floating-point round-off in the transforms (a bound
+on the Euclidean norm of the error vector from the standard FFT error
+analysis, about 10·u·log2(n)·Σ T_j·||x_j||_2 with u the machine epsilon,
+times the norm of the weights δ reads the masses with), added to the
+upper δ and subtracted from the lower one. The FFT constant is a margin
+over the radix-2 analysis, checked against extended precision in the
+tests rather than proved for pocketfft's mixed radices; round-off is why
+the engine only answers for δ >= 1e-12.
 
 References
 ----------
@@ -61,6 +64,9 @@ __all__ = [
     "dp",
     "subsampled_gaussian",
     "subsampled_dp",
+    "subsampled_laplace",
+    "sampled_wor_gaussian",
+    "sampled_wor_laplace",
     "Composed",
     "compose",
     "epsilon_interval",
@@ -214,17 +220,71 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
     ]
 
 
-def sampled_wor_gaussian(rate: float, sigma: float) -> list[Direction]:
-    """Gaussian on a sample of m of n records drawn without replacement (q = m/n), substitution neighbours.
+def _laplace_cdf(x, mu: float, b: float):
+    """(F, 1 − F) of Laplace(μ, b) at x (x may be ±∞)."""
+    z = (np.asarray(x, float) - mu) / b
+    with np.errstate(over="ignore", invalid="ignore"):
+        half = 0.5 * np.exp(-np.abs(z))
+    below = z < 0
+    return np.where(below, half, 1.0 - half), np.where(below, 1.0 - half, half)
 
-    A mechanism that is G_μ-DP (μ = 1/σ, sensitivity under substitution)
-    becomes C_q(G_μ)-DP with C_q(f) = min{f_q, f_q⁻¹}** and
-    f_q = q·f + (1 − q)·Id ([DRS] Thm 4.2), and that is tight. f_q and
-    f_q⁻¹ are the trade-offs of the add and remove pairs of
-    :func:`subsampled_gaussian`, so for every ε the hull's curve is
-    δ(ε) = max(δ_remove(ε), δ_add(ε)) (the conjugate of a convex hull of a
-    minimum is the maximum of the conjugates). The hull is symmetric, and
-    a symmetric trade-off's loss L has, for ε >= 0,
+
+def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
+    """Poisson-subsampled Laplace noise (ε₀ = Δ/b; sensitivity 1, b = 1/ε₀), add/remove neighbours.
+
+    remove: P = (1−q)Lap(0,b) + qLap(1,b) vs Q = Lap(0,b); add: the reverse. With
+    ℓ₀(x) = (|x| − |x−1|)/b ∈ [−ε₀, ε₀], the loss is log(1 − q + q e^{ℓ₀(x)})
+    (remove) or minus that (add): atoms at both ends of the support, continuous
+    in between, where x = (ℓ₀/ε₀ + 1)/2.
+    """
+    if rate >= 1.0:
+        return laplace(eps0)
+    q, b = rate, 1.0 / eps0
+    top = float(np.log1p(q * np.expm1(eps0)))  # log(1 − q + q e^{ε₀})
+    bottom = float(np.log1p(q * np.expm1(-eps0)))  # log(1 − q + q e^{−ε₀})
+
+    def m_of(ell):
+        # ℓ₀ with log(1 − q + q e^{ℓ₀}) = ℓ (−∞ where 1 − q + ... cannot reach e^ℓ)
+        with np.errstate(all="ignore"):
+            return np.where(np.expm1(ell) + q > 0, np.log(np.maximum(np.expm1(ell) + q, 1e-300)) - np.log(q), -np.inf)
+
+    def x_of(m):
+        with np.errstate(all="ignore"):
+            return (np.clip(m, -eps0, eps0) / eps0 + 1.0) / 2.0
+
+    def remove(ell):
+        # L <= ℓ  ⇔  ℓ₀(x) <= m  ⇔  x <= x*(m) (none below −ε₀, all from ε₀ on)
+        m = m_of(np.asarray(ell, float))
+        x = np.where(m < -eps0, -np.inf, np.where(m >= eps0, np.inf, x_of(m)))
+        f0, s0 = _laplace_cdf(x, 0.0, b)
+        f1, s1 = _laplace_cdf(x, 1.0, b)
+        return (1 - q) * f0 + q * f1, f0, (1 - q) * s0 + q * s1, s0
+
+    def add(ell):
+        # L = −log(1 − q + q e^{ℓ₀(x)}) <= ℓ  ⇔  ℓ₀(x) >= m(−ℓ)  ⇔  x >= x* (all up to −ε₀, none past ε₀)
+        m = m_of(-np.asarray(ell, float))
+        x = np.where(m <= -eps0, -np.inf, np.where(m > eps0, np.inf, x_of(m)))
+        f0, s0 = _laplace_cdf(x, 0.0, b)
+        f1, s1 = _laplace_cdf(x, 1.0, b)
+        return s0, (1 - q) * s0 + q * s1, f0, (1 - q) * f0 + q * f1
+
+    return [
+        Direction(lo=bottom, hi=top, cdf=remove, median=0.0),
+        Direction(lo=-top, hi=-bottom, cdf=add, median=0.0),
+    ]
+
+
+def _symmetrised_hull(remove: Direction, add: Direction) -> list[Direction]:
+    """The loss distribution of C_q(f) = min{f_q, f_q⁻¹}** from the two Poisson directions.
+
+    For sampling m of n without replacement with substitution neighbours, a
+    mechanism that is f-DP (f symmetric) becomes C_q(f)-DP, q = m/n ([DRS]
+    Thm 4.2), and that is tight. f_q = q·f + (1 − q)·Id and f_q⁻¹ are the
+    trade-offs of the add and remove pairs of Poisson subsampling, so for
+    every ε the hull's curve is δ(ε) = max(δ_remove(ε), δ_add(ε)) (the
+    conjugate of a convex hull of a minimum is the maximum of the
+    conjugates). The hull is symmetric, and a symmetric trade-off's loss L
+    has, for ε >= 0,
 
         P[L > ε] = δ(ε) − δ'(ε),   Q[L > ε] = −e^{−ε} δ'(ε),
         P[L < −ε] = Q[L > ε],      Q[L < −ε] = P[L > ε],
@@ -237,9 +297,6 @@ def sampled_wor_gaussian(rate: float, sigma: float) -> list[Direction]:
 
     .. [DRS] J. Dong, A. Roth, W. Su. Gaussian Differential Privacy. JRSS-B 2022.
     """
-    if rate >= 1.0:
-        return gaussian(1.0 / sigma)
-    remove, add = subsampled_gaussian(rate, sigma)
 
     def survival(e):
         # (P[L > e], Q[L > e]) of the hull for e >= 0, from the direction with the larger δ(e).
@@ -258,7 +315,26 @@ def sampled_wor_gaussian(rate: float, sigma: float) -> list[Direction]:
         fq = np.where(neg, sp, 1.0 - sq)
         return fp, fq, np.where(neg, 1.0 - sq, sp), np.where(neg, 1.0 - sp, sq)
 
-    return [Direction(lo=-np.inf, hi=np.inf, cdf=cdf, median=0.0)]
+    top = float(max(remove.hi, add.hi))
+    return [Direction(lo=-top, hi=top, cdf=cdf, median=0.0)]
+
+
+def sampled_wor_gaussian(rate: float, sigma: float) -> list[Direction]:
+    """Gaussian on a sample of m of n records drawn without replacement (q = m/n), substitution neighbours.
+
+    G_{1/σ} (σ relative to the substitution sensitivity) becomes C_q(G_{1/σ}):
+    see :func:`_symmetrised_hull`.
+    """
+    if rate >= 1.0:
+        return gaussian(1.0 / sigma)
+    return _symmetrised_hull(*subsampled_gaussian(rate, sigma))
+
+
+def sampled_wor_laplace(eps0: float, rate: float) -> list[Direction]:
+    """Laplace noise (ε₀ = Δ/b, substitution sensitivity) on a sample of m of n without replacement."""
+    if rate >= 1.0:
+        return laplace(eps0)
+    return _symmetrised_hull(*subsampled_laplace(eps0, rate))
 
 
 # ---------------------------------------------------------------------------
@@ -296,32 +372,20 @@ def _range(d: Direction, h: float, tail: float) -> tuple[int, int]:
     lo = d.lo if np.isfinite(d.lo) else None
     hi = d.hi if np.isfinite(d.hi) else None
 
-    # Expand from the median until the tails are below ``tail``.
-    def p_below(x):
-        return float(d.cdf(np.array([x]))[0][0])
+    # The nearest distance from the median, on a geometric ladder (ratio 2^(1/16)), beyond which
+    # each tail is below ``tail`` (any point with a small enough tail is valid): one cdf call.
+    dist = 2.0 ** (np.arange(-64, 16 * 14 + 1) / 16.0)
 
-    def p_above(x):
-        return float(d.cdf(np.array([x]))[2][0])
-
-    def reach(outside, sign):
-        # Double the distance from the median until the tail is small enough, then bisect down
-        # to within 1/16 of it (any point with a small enough tail is valid).
-        step = 1.0
-        while outside(d.median + sign * step) > tail:
-            step *= 2
-        good, bad = step, step / 2 if step > 1 else 0.0
-        while good - bad > step / 16:
-            mid = (good + bad) / 2
-            if outside(d.median + sign * mid) > tail:
-                bad = mid
-            else:
-                good = mid
-        return d.median + sign * good
+    def reach(sign):
+        fp, _, sp, _ = d.cdf(d.median + sign * dist)
+        outside = fp if sign < 0 else sp
+        ok = np.flatnonzero(outside <= tail)
+        return d.median + sign * (dist[ok[0]] if ok.size else dist[-1])
 
     if lo is None:
-        lo = reach(p_below, -1.0)
+        lo = reach(-1.0)
     if hi is None:
-        hi = reach(p_above, 1.0)
+        hi = reach(1.0)
     return int(np.floor(lo / h)) - 1, int(np.ceil(hi / h)) + 1
 
 
@@ -390,11 +454,14 @@ def discretise_lower(d: Direction, h: float, tail: float = 1e-30, times: int = 1
         # (a point mass — the zero loss of a symmetrised hull, Laplace's ±ε₀ — cannot be nudged,
         # so the others are shifted to meet it). The one with the smaller penalty is kept.
         best = None
-        heavy = float(off[int(np.argmax(P))] % 1.0)
-        for target in (0.5, heavy) if abs(heavy - 0.5) > 0.05 else (0.5,):
+        i = int(np.argmax(P))
+        heavy = float(off[i] % 1.0)
+        # A point mass: one bin holding far more than its neighbours.
+        atom = P[i] > 4.0 * max(P[max(i - 1, 0)] if i > 0 else 0.0, P[i + 1] if i + 1 < P.size else 0.0)
+        for target in (0.5, heavy) if atom and abs(heavy - 0.5) > 0.05 else (0.5,):
             shift = np.zeros(P.size + 1)
             shift[1:-1] = target - 0.5  # a uniform move of the inner edges puts mid-bin atoms at the target
-            b = _bins(d, h, tail, shift)
+            b = _bins(d, h, tail, shift) if target != 0.5 else (j0, P, Q, below, above)
             o = _offsets(b[0], b[1], b[2], h)  # offsets from the unshifted grid points jh
             excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
             nudge = shift.copy()
@@ -472,8 +539,8 @@ class Composed:
     keeps the floating-point noise small *relative to* the tail that δ reads
     (λ is chosen for the δ or ε asked about). ``tilted_wrap`` bounds the
     tilted mass that may have wrapped around the window (both sides, counted
-    twice: missing above and misplaced); ``roundoff`` bounds the error of
-    each tilted mass.
+    twice: missing above and misplaced); ``roundoff`` bounds the Euclidean
+    norm of the round-off error in the tilted masses (:func:`_roundoff_l2`).
     """
 
     h: float
@@ -519,14 +586,21 @@ def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
     pos = d.p > 0
     ell = d.losses()[pos]
     p = d.p[pos]
+    t = np.asarray(t, float)
     if ell.size == 0:
-        return np.full(np.shape(t), -np.inf)
-    out = np.empty(np.shape(t))
+        return np.full(t.shape, -np.inf)
+    flat = np.atleast_1d(t).ravel()
+    out = np.empty(flat.shape)
+    # Centred at the end that dominates each t's sum (terms <= 1), several t at a time but at
+    # most ~2^22 terms per block (memory O(grid), not O(grid × t)).
+    per = max(1, (1 << 22) // ell.size)
     with np.errstate(under="ignore", divide="ignore", over="ignore"):
-        for i, ti in enumerate(np.atleast_1d(t)):  # one t at a time: memory O(grid), not O(grid × t)
-            ref = ell.max() if ti > 0 else ell.min()
-            out.flat[i] = ti * ref + np.log(np.dot(np.exp(ti * (ell - ref)), p))
-    return out
+        for sign, ref in ((flat > 0, ell.max()), (flat <= 0, ell.min())):
+            idx = np.flatnonzero(sign)
+            for j in range(0, idx.size, per):
+                ti = flat[idx[j : j + per]]
+                out[idx[j : j + per]] = ti * ref + np.log(np.exp(np.outer(ti, ell - ref)) @ p)
+    return out.reshape(t.shape)
 
 
 _TS = np.geomspace(0.1, 60.0, 8)  # tilts tried (and Chernoff exponents for δ queries)
@@ -558,29 +632,42 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     return float(_TS[i]), float(total[i] - _TS[i] * eps_g)
 
 
+def _int_power(z: np.ndarray, t: int) -> np.ndarray:
+    """z**t for a whole t >= 1 by repeated squaring (numpy uses exp/log past t = 100, ~8× slower).
+
+    Each complex product errs by at most √5·u relative, so z**t errs by at most (t − 1)·√5·u
+    relative — inside the round-off allowance's u·(π t + 1)·|z**t| (see :func:`_roundoff_l2`).
+    """
+    t = int(t)
+    result = None
+    base = z.copy()
+    while t:
+        if t & 1:
+            result = base.copy() if result is None else np.multiply(result, base, out=result)
+        t >>= 1
+        if t:
+            np.multiply(base, base, out=base)
+    return result
+
+
+_CHERNOFF_TS = np.geomspace(0.02, 100.0, 10)
+
+
 def _best_chernoff(f, log_eta: float) -> float:
     """min over t > 0 of (f(t) − log η)/t for a convex f with f(0) <= 0: a Chernoff tail bound.
 
-    Every t tried gives a valid bound; a coarse geometric grid and a few
-    golden-section steps (in log t) around its best point find a good one.
+    Every t tried gives a valid bound; a geometric grid (ratio 2.6) and a
+    finer one around its best point (two vectorised calls of f) find a good one.
     """
-    ts = np.geomspace(0.02, 100.0, 7)
-    vals = (f(ts) - log_eta) / ts
-    vals = np.where(np.isfinite(vals), vals, np.inf)
-    i = int(np.argmin(vals))
-    best = float(vals[i])
-    a, b = np.log(ts[max(i - 1, 0)]), np.log(ts[min(i + 1, ts.size - 1)])
-    g = (np.sqrt(5) - 1) / 2
-    for _ in range(4):
-        c1, c2 = b - g * (b - a), a + g * (b - a)
-        t = np.exp(np.array([c1, c2]))
-        v = (f(t) - log_eta) / t
-        v = np.where(np.isfinite(v), v, np.inf)
-        best = min(best, float(v.min()))
-        if v[0] < v[1]:
-            b = c2
-        else:
-            a = c1
+    best = np.inf
+    ts = _CHERNOFF_TS
+    for _ in range(2):
+        with np.errstate(all="ignore"):
+            vals = (f(ts) - log_eta) / ts
+        vals = np.where(np.isfinite(vals), vals, np.inf)
+        i = int(np.argmin(vals))
+        best = min(best, float(vals[i]))
+        ts = np.geomspace(ts[max(i - 1, 0)], ts[min(i + 1, ts.size - 1)], 7)[1:-1]
     return best
 
 
@@ -619,6 +706,7 @@ def compose(
         raise MemoryError(f"PLD grid of {n} points exceeds the limit {max_size}")
     spec = None
     p_inf_keep = 1.0
+    norms = []  # (times, Euclidean norm of the tilted step vector)
     for d, t in parts:
         idx = (d.k0 + np.arange(d.p.size)) % n
         w = d.p
@@ -626,18 +714,17 @@ def compose(
             with np.errstate(divide="ignore", under="ignore"):
                 lw = np.log(d.p) + lam * d.losses()
             w = np.exp(lw - special.logsumexp(lw))
-        f = sfft.rfft(np.bincount(idx, weights=w, minlength=n))
-        f = f**t if t > 1 else f
+        norms.append((t, float(np.linalg.norm(w))))
+        f = _int_power(sfft.rfft(np.bincount(idx, weights=w, minlength=n)), t)
         spec = f if spec is None else spec * f
         p_inf_keep *= (1.0 - d.p_inf) ** t
     out = sfft.irfft(spec, n)
     move_mean = sum(t * d.move_mean for d, t in parts)
     move_var = sum(t * d.move_var for d, t in parts)
     move_b = max(d.move_mean for d, _ in parts)
-    roundoff = 4.0 * np.finfo(float).eps * (n + sum(t for _, t in parts))
+    roundoff = _roundoff_l2(n, norms, float(np.linalg.norm(out)))
     start = k_lo - shift
-    pos = (start + np.arange(n)) % n
-    p = np.maximum(out[pos], 0.0)
+    p = np.maximum(np.roll(out, -(start % n)), 0.0)  # out[(start + i) mod n]
     return Composed(
         h,
         start + shift,
@@ -654,30 +741,74 @@ def compose(
     )
 
 
+#: Error of a length-n FFT relative to its output, per log2(n) (Euclidean norms): radix-2 analysis
+#: gives about 6.7·u (Higham, Accuracy and Stability of Numerical Algorithms, Thm 24.2); the
+#: mixed radices of pocketfft get a margin. The tests measure errors against extended precision.
+FFT_ERROR_PER_LEVEL = 10.0
+
+
+def _roundoff_l2(n: int, norms: list[tuple[int, float]], out_norm: float) -> float:
+    """A bound on the Euclidean norm of the round-off error of the composed tilted masses.
+
+    Each tilted step x_j (||x_j||_1 <= 1, so every Fourier coefficient has modulus <= 1) is
+    transformed with error at most κ·√n·||x_j||_2 (κ = FFT_ERROR_PER_LEVEL·u·log2 n, u the
+    unit round-off), after a tilt with relative error 4u per entry; raising to the power T_j
+    multiplies a coefficient's error by at most T_j·(1 + error)^{T_j−1}; the power itself errs
+    by at most u·(1/e + (π T_j + 1)|coefficient|) (exp/log, or (T_j − 1)·√5·u relative by
+    repeated squaring, :func:`_int_power`); products of parts add u each; the
+    inverse transform (1/√n in norm) adds κ·||y||_2. In all,
+
+        ||Δy||_2 <= g·(κ + 4u)·Σ T_j ||x_j||_2 + (κ + u·(π ΣT_j + 2·parts + 1))·||y||_2 + u·parts/e,
+
+    g = exp(max_j T_j·κ·√n·||x_j||_2) (about 1). Clipping negative outputs to 0 only shrinks
+    errors. δ reads the masses with weights w_i <= e^{G−λℓ_i}, so its error is at most
+    ||w||_2 times this (Cauchy–Schwarz): see :func:`_delta_parts`.
+    """
+    u = float(np.finfo(float).eps)
+    kappa = FFT_ERROR_PER_LEVEL * u * np.log2(max(n, 2))
+    s = sum(t * x for t, x in norms)
+    t_all = sum(t for t, _ in norms)
+    grow = float(np.exp(min(max(t * kappa * np.sqrt(n) * x for t, x in norms), 700.0)))
+    k = len(norms)
+    return float(
+        grow * (kappa + 4 * u) * s + (kappa + u * (np.pi * t_all + 2 * k + 1)) * out_norm * (1 + 1e-6) + u * k / np.e
+    )
+
+
 # ---------------------------------------------------------------------------
 # Queries
 # ---------------------------------------------------------------------------
 
 
 def _tail_sums(cp: Composed, floor: float = 0.0):
-    """Losses > f (f = ``floor``) and suffix sums of p̃e^{−λ(ℓ−f)}, p̃e^{−(λ+1)(ℓ−f)}, e^{−λ(ℓ−f)} (terms <= 1)."""
+    """Losses > f (f = ``floor``), suffix sums of p̃e^{−λ(ℓ−f)} and p̃e^{−(λ+1)(ℓ−f)}, and bounds on
+    the Euclidean norms of the suffixes of e^{−λ(ℓ−f)} (terms <= 1; each with a final 0 entry).
+
+    The losses are a regular grid, so the suffix norm from ℓ_i is at most e^{−λ(ℓ_i−f)}/√(1 − e^{−2λh}).
+    """
     ell = cp.losses()
     pos = ell > floor
     ell, pt = ell[pos], cp.p[pos]
+    m = ell.size
     e1 = np.exp(-cp.lam * (ell - floor))
-    a = np.cumsum((pt * e1)[::-1])[::-1]
-    b = np.cumsum((pt * e1 * np.exp(-(ell - floor)))[::-1])[::-1]
-    r = np.cumsum(e1[::-1])[::-1]
-    z = np.zeros(1)
-    return ell, np.append(a, z), np.append(b, z), np.append(r, z), floor
+    a = np.zeros(m + 1)
+    b = np.zeros(m + 1)
+    w = pt * e1
+    a[:m] = np.cumsum(w[::-1])[::-1]
+    b[:m] = np.cumsum((w * np.exp(-(ell - floor)))[::-1])[::-1]
+    r = np.zeros(m + 1)
+    with np.errstate(divide="ignore"):
+        r[:m] = e1 / np.sqrt(-np.expm1(-2.0 * cp.lam * cp.h)) if cp.lam > 0 else np.sqrt(np.arange(m, 0, -1.0))
+    return ell, a, b, r, floor
 
 
 def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
     """(δ without allowances, allowance) for ε in the segment starting at suffix index i.
 
     δ(ε) = e^G Σ_{ℓ>ε} p̃ e^{−λℓ}(1 − e^{ε−ℓ}); the allowance bounds the
-    round-off (per tilted mass) and the tilted mass that may have wrapped
-    (2·W~·e^{G−λε} for ε up to the top of the window).
+    round-off (the error vector's norm times that of the weights e^{G−λℓ}
+    over ℓ > ε) and the tilted mass that may have wrapped (2·W~·e^{G−λε}
+    for ε up to the top of the window).
     """
     ell, a, b, r, f = tails
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
@@ -708,29 +839,55 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
     tails = _tail_sums(cp, floor)
     ell = tails[0]
     delta = np.atleast_1d(np.asarray(delta, float))
-    # δ just right of each atom (ε = ℓ_j from the right counts atoms > ℓ_j), and at ε = floor.
+    # δ just right of each atom (ε = ℓ_j from the right counts atoms > ℓ_j), and at ε = floor:
+    # point j is ε = floor (j = 0) or ℓ_{j−1}, and its suffix index is j.
     pts = np.concatenate([[floor], ell])
-    idx = np.searchsorted(ell, pts, side="right")
-    core, allow = _delta_parts(cp, idx, pts, tails)
-    curve = np.clip(core + cp.p_inf + sign * allow, 0.0, None)
+    idx = np.arange(pts.size)
+
+    def curve(j, allow_sign):
+        core, allow = _delta_parts(cp, j, pts[j], tails)
+        return np.clip(core + cp.p_inf + allow_sign * allow, 0.0, None)
+
+    def first_at_most(level, allow_sign):
+        """First point where curve(·, allow_sign) <= level (pts.size if none), for a curve that is
+        non-increasing: a coarse pass, then the one block that holds the crossing. (Only tightness
+        depends on monotonicity: every point the upper search returns was checked, and the lower
+        search below checks the points it returns.)"""
+        step = max(1, pts.size // 256)
+        coarse = np.arange(0, pts.size, step)
+        hit = np.flatnonzero(curve(coarse, allow_sign) <= level)
+        if hit.size and hit[0] == 0:
+            return 0
+        lo_j = coarse[hit[0] - 1] if hit.size else coarse[-1]
+        hi_j = coarse[hit[0]] if hit.size else pts.size
+        block = np.arange(lo_j, hi_j)
+        hit_b = np.flatnonzero(curve(block, allow_sign) <= level)
+        return int(block[hit_b[0]]) if hit_b.size else int(hi_j)
+
     out = np.empty(delta.shape)
     for k, dl in enumerate(delta):
-        over = curve > dl
         if sign > 0:
             # Upper bound: the first ε where the upper δ-curve is at most δ (any such ε is safe).
-            ok = np.flatnonzero(~over)
-            if ok.size == 0:
+            j = first_at_most(dl, 1.0)
+            if j >= pts.size:
                 out[k] = np.inf
                 continue
-            j = int(ok[0])
         else:
             # Lower bound: every ε where the lower δ-curve is above δ is below the true ε, so the
-            # answer is just after the *last* such point (the curve need not be monotone).
-            bad = np.flatnonzero(over)
-            if bad.size == 0:
+            # answer is just after the *last* such point (the curve need not be monotone). The
+            # allowance only lowers the curve, so such points lie before the first point where δ
+            # without allowances is at most δ; search backwards from there, block by block.
+            end = first_at_most(dl, 0.0)
+            last = -1
+            while end > 0 and last < 0:
+                block = np.arange(max(end - 256, 0), end)
+                over = np.flatnonzero(curve(block, -1.0) > dl)
+                last = int(block[over[-1]]) if over.size else -1
+                end = int(block[0])
+            if last < 0:
                 out[k] = floor
                 continue
-            j = int(bad[-1]) + 1
+            j = last + 1
             if j >= pts.size:
                 out[k] = float(pts[-1])
                 continue
@@ -770,8 +927,11 @@ def _tail_for(mechs, delta_min: float) -> float:
     return float(min(max(1e-6 * delta_min / max(total, 1), 1e-300), 1e-12))
 
 
-def _discretised(mechs, h: float, kind: str, tail: float = 1e-30) -> list[list[tuple[Discrete, int]]]:
-    """Per direction, the discretised parts (direction k of every mechanism; symmetric ones in both)."""
+def _discretised(
+    mechs, h: float, kind: str, tail: float = 1e-30, dirs=None
+) -> list[tuple[int, list[tuple[Discrete, int]]]]:
+    """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
+    mechanism (symmetric ones serve every direction)."""
     n_dir = max(len(m) for m, _ in mechs)
     times: dict = {}
     for m, t in mechs:
@@ -779,7 +939,7 @@ def _discretised(mechs, h: float, kind: str, tail: float = 1e-30) -> list[list[t
             times[id(d)] = times.get(id(d), 0) + t
     cache: dict = {}
     out = []
-    for k in range(n_dir):
+    for k in range(n_dir) if dirs is None else dirs:
         parts = []
         for m, t in mechs:
             d = m[min(k, len(m) - 1)]
@@ -790,19 +950,21 @@ def _discretised(mechs, h: float, kind: str, tail: float = 1e-30) -> list[list[t
                     else discretise_lower(d, h, tail, times=times[id(d)])
                 )
             parts.append((cache[id(d)], t))
-        out.append(parts)
+        out.append((k, parts))
     return out
 
 
-def _eps_one(mechs, delta, h: float, kind: str, guess=None) -> np.ndarray:
-    """ε(δ) by one discretisation kind: max over directions, each composed with the tilt for its δ.
-
-    ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
+def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None) -> np.ndarray:
+    """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
+    each composed with the tilt for its δ. The answer for the mechanism is the maximum over
+    directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
-    best = np.zeros(delta.shape)
-    for parts in _discretised(mechs, h, kind, _tail_for(mechs, float(delta.min()))):
+    n_dir = max(len(m) for m, _ in mechs)
+    out = np.full((n_dir, delta.size), np.nan)
+    for k, parts in _discretised(mechs, h, kind, _tail_for(mechs, float(delta.min())), dirs):
+        best = np.zeros(delta.shape)
         gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
         chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
         tilts = np.array([lam for lam, _ in chosen])
@@ -822,19 +984,55 @@ def _eps_one(mechs, delta, h: float, kind: str, guess=None) -> np.ndarray:
                 # δ_true(ε) >= δ_lower(ε − s) − η, so ε_true >= s + (the lower answer at δ + η for ε' >= −s).
                 eta = LOWER_ETA * dl
                 s_ = np.array([lower_shift(cp, float(e)) for e in eta])
-                eps = epsilon_at(cp, dl, sign)
+                eps = np.zeros(dl.shape)
                 for v in np.unique(s_):
-                    k = s_ == v
-                    eps[k] = np.maximum(eps[k], epsilon_at(cp, dl[k] + eta[k], sign, floor=-v) + v)
+                    sel_v = s_ == v
+                    # Without a give-back (v = 0) the plain lower answer; with one, the shifted answer
+                    # (the plain one could only win by about η/|δ'(ε)|, far below the interval width).
+                    eps[sel_v] = (
+                        epsilon_at(cp, dl[sel_v] + eta[sel_v], sign, floor=-v) + v
+                        if v > 0
+                        else epsilon_at(cp, dl[sel_v], sign)
+                    )
             best[sel] = np.maximum(best[sel], eps)
-    return best
+        out[k] = best
+    return out
+
+
+def _eps_one(mechs, delta, h: float, kind: str, guess=None) -> np.ndarray:
+    """ε(δ) by one discretisation kind: the maximum over all directions."""
+    return np.nanmax(_eps_dirs(mechs, delta, h, kind, guess), axis=0)
+
+
+def _upper_dirs(mechs, delta, h: float, guess=None, coarse: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Upper bounds per direction and the spacing each was computed at.
+
+    Direction 0 (remove, for subsampled mechanisms) usually dominates, so it
+    is computed at ``h`` and the others at ``coarse``·h; an upper bound at any
+    spacing is sound, so a coarse one that stays below direction 0 settles
+    its direction. Those that do not are recomputed at ``h``.
+    """
+    delta = np.atleast_1d(np.asarray(delta, float))
+    n_dir = max(len(m) for m, _ in mechs)
+    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0])
+    hs = np.full(n_dir, float(h))
+    if n_dir > 1:
+        others = list(range(1, n_dir))
+        coarse_vals = _eps_dirs(mechs, delta, coarse * h, "upper", guess, dirs=others)
+        vals[others] = coarse_vals[others]
+        hs[others] = coarse * h
+        redo = [k for k in others if np.any(vals[k] >= vals[0])]
+        if redo:
+            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo)[redo]
+            hs[redo] = h
+    return vals, hs
 
 
 def _delta_one(mechs, eps, h: float, kind: str) -> np.ndarray:
     eps = np.atleast_1d(np.asarray(eps, float))
     sign = 1.0 if kind == "upper" else -1.0
     best = np.zeros(eps.shape)
-    for parts in _discretised(mechs, h, kind, 1e-18 / max(sum(t for _, t in mechs), 1)):
+    for _, parts in _discretised(mechs, h, kind, 1e-18 / max(sum(t for _, t in mechs), 1)):
         total = sum(t * _log_mgf(d, _TS) for d, t in parts)
         tilts = np.array([_TS[int(np.argmin(total - _TS * e))] for e in eps])
         for lam in np.unique(tilts):
@@ -920,40 +1118,54 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
 
     ``mechs`` is a list of (directions, times). The upper and lower bounds
     are refined separately: each round halves the spacing of the side whose
-    last halving moved it more (a side not yet refined goes first). A bound
-    whose grid would exceed :data:`MAX_GRID` points stops refining and the
-    interval is returned as it is, with ``met`` false.
+    last halving moved it more (a side not yet refined goes first), for the
+    direction(s) whose upper bound is the largest; the others keep the
+    coarser (still sound) bounds they have. A bound whose grid would exceed
+    :data:`MAX_GRID` points stops refining and the interval is returned as
+    it is, with ``met`` false.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA):
         raise ValueError(f"the PLD engine answers for δ >= {MIN_DELTA:g}")
-    h = {"upper": h0 or initial_h(mechs)}
-    h["lower"] = h["upper"]
-    val = {k: _eps_one(mechs, delta, h[k], k) for k in ("upper", "lower")}
+    h0 = h0 or initial_h(mechs)
+    # Per direction: upper bounds and their spacings (the mechanism's bound is the maximum), and
+    # lower bounds for the directions that dominate (any one direction's lower bound is sound).
+    up_dir, h_dir = _upper_dirs(mechs, delta, h0)
+    h_lo = h0
+
+    def dominant() -> list[int]:
+        return sorted(set(np.argmax(up_dir, axis=0).tolist()))
+
+    lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=dominant())
     moved = {"upper": np.inf, "lower": np.inf}
     stuck: set = set()
     for _ in range(24):
-        if np.all(val["upper"] - val["lower"] <= _target(val["upper"], rel, abs_)):
+        up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
+        if np.all(up - lo <= _target(up, rel, abs_)):
             break
         sides = [k for k in ("lower", "upper") if k not in stuck]
         if not sides:
             break
         kind = max(sides, key=lambda k: moved[k])
+        # A first interval that is far too wide usually means the Chernoff tilt sits far from the
+        # answer (few steps): centre the tilt at the current upper bound instead.
+        guess = up if np.any(up - lo > 0.25 * up) else None
         try:
-            # A first interval that is far too wide usually means the Chernoff tilt sits far from the
-            # answer (few steps): centre the tilt at the current upper bound instead.
-            wide = np.any(val["upper"] - val["lower"] > 0.25 * val["upper"])
-            new = _eps_one(mechs, delta, h[kind] / 2, kind, guess=val["upper"] if wide else None)
+            if kind == "upper":
+                for k in dominant():
+                    new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k])[k]
+                    h_dir[k] /= 2
+                    up_dir[k] = np.minimum(up_dir[k], new)
+                moved[kind] = float(np.max(up - up_dir.max(axis=0)))
+            else:
+                dirs = dominant()
+                new = _eps_dirs(mechs, delta, h_lo / 2, "lower", guess, dirs=dirs)
+                h_lo /= 2
+                lo_dir[dirs] = np.fmax(lo_dir[dirs], new[dirs])
+                moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))
         except MemoryError:
             stuck.add(kind)
-            continue
-        h[kind] /= 2
-        if kind == "upper":
-            moved[kind] = float(np.max(val[kind] - new))
-            val[kind] = np.minimum(val[kind], new)
-        else:
-            moved[kind] = float(np.max(new - val[kind]))
-            val[kind] = np.maximum(val[kind], new)
-    up = val["upper"]
-    lo = np.minimum(val["lower"], up)
-    return Answer(lo, up, h["upper"], h["lower"], (up - lo) <= _target(up, rel, abs_) * (1 + 1e-9))
+    up = up_dir.max(axis=0)
+    lo = np.minimum(np.nanmax(lo_dir, axis=0), up)
+    h_up = float(min(h_dir[k] for k in dominant()))
+    return Answer(lo, up, h_up, h_lo, (up - lo) <= _target(up, rel, abs_) * (1 + 1e-9))

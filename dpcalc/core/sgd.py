@@ -201,7 +201,7 @@ def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
             if delta[i] < pld.MIN_DELTA:
                 raise ValueError("δ below the PLD range")
             with np.errstate(all="ignore"):
-                out[i] = pld._eps_one(mech, np.array([delta[i]]), pld.initial_h(mech), "upper")[0]
+                out[i] = pld._upper_dirs(mech, np.array([delta[i]]), pld.initial_h(mech))[0].max()
         except (MemoryError, ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
             out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
     return out
@@ -226,14 +226,64 @@ class Solution:
     found: np.ndarray
 
 
+def _clt_guess_mu(target, delta):
+    """μ of the GDP central-limit curve that meets (target, δ): a starting guess only."""
+    with np.errstate(all="ignore"):
+        return gdp._mu_for_dp(np.maximum(target, 1e-12), np.log(delta), 1e-6)
+
+
+def _bracket(ok_rows, guess, *, factor: float, lowest: float, highest: float, max_steps: int = 80):
+    """Around ``guess``, the nearest checked-ok point on the ladder guess·factor^k above or at it
+    and a point just below it (checked not ok, or ``lowest``), evaluating only unsettled rows.
+
+    ``ok_rows(idx, x)`` tells whether x is ok for rows idx; ok is assumed to hold for large x.
+    Rows with no ok point up to ``highest`` are returned with found false.
+    """
+    n = guess.size
+    idx = np.arange(n)
+    g_ok = ok_rows(idx, guess)
+    hi = np.where(g_ok, guess, np.nan)
+    lo = np.where(g_ok, lowest, guess)
+    x = guess.copy()
+    todo = idx[~g_ok]  # not ok yet: go up
+    for _ in range(max_steps):
+        if todo.size == 0:
+            break
+        x[todo] = np.minimum(x[todo] * factor, highest)
+        r = ok_rows(todo, x[todo])
+        hi[todo[r]] = x[todo[r]]
+        lo[todo[~r]] = x[todo[~r]]
+        todo = todo[~r & (x[todo] < highest)]
+    found = np.isfinite(hi)
+    hi = np.where(found, hi, highest)
+    x = guess.copy()
+    todo = idx[g_ok]  # ok: go down until not ok
+    for _ in range(max_steps):
+        if todo.size == 0:
+            break
+        x[todo] = x[todo] / factor
+        low = x[todo] <= lowest
+        lo[todo[low]] = lowest
+        todo = todo[~low]
+        if todo.size == 0:
+            break
+        r = ok_rows(todo, x[todo])
+        hi[todo[r]] = x[todo[r]]
+        lo[todo[~r]] = x[todo[~r]]
+        todo = todo[r]
+    return hi, lo, found
+
+
 def solve_sigma(
     rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float = 1e-4, sampling: str = "poisson"
 ):
     """Smallest noise multiplier σ (rounded up, to ``rtol``) with ε <= target.
 
     The answer is re-checked with the full-precision accountant.
-    ``found`` is false where no σ up to 1e6 meets the target. With the PLD
-    accountant the RDP answer brackets the search from above (PLD <= RDP).
+    ``found`` is false where no σ up to about 2e6 meets the target. With the
+    PLD accountant the search starts at the GDP central-limit σ (a guess
+    only) and brackets the answer by factors of 1.25, each point checked by
+    the PLD upper bound (rtol at least 1e-3).
     """
     _check_sampling(sampling)
     q, _, t, d = _check(rate, 1.0, steps, delta)
@@ -243,17 +293,20 @@ def solve_sigma(
     def ok(sig):
         return _search_eps(accountant, q, sig, t, d, sampling) <= target
 
-    if accountant == "pld" and sampling == "poisson":
-        start = solve_sigma(q, t, d, target, "rdp", rtol=1e-3)
-        hi, found = start.value, start.found
+    if accountant == "pld":
         rtol = max(rtol, 1e-3)
-        lo = hi * 0.5
+        mu = _clt_guess_mu(target, d)
+        with np.errstate(all="ignore"):
+            guess = 1.0 / np.sqrt(np.log1p((mu / q) ** 2 / t))  # μ = q√(T(e^{1/σ²} − 1)) solved for σ
+        guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=1e6), 1e-3, 1e6)
+
+        def ok_rows(i, sig):
+            return _search_eps(accountant, q[i], sig, t[i], d[i], sampling) <= target[i]
+
+        hi, lo, found = _bracket(ok_rows, guess, factor=1.25, lowest=1e-3, highest=2e6)
     else:
         hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
-        # Doubling from 0.5: where 0.5 itself was not enough, hi/2 was checked and failed.
-        lo = np.where(hi > 0.5, hi * 0.5, 1e-3) if accountant == "pld" else np.full(q.shape, 1e-3)
-        if accountant == "pld":
-            rtol = max(rtol, 1e-3)
+        lo = np.full(q.shape, 1e-3)
     lo_ok = ok(lo)
     good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
     good = np.where(lo_ok, lo, good)
@@ -264,7 +317,12 @@ def solve_sigma(
 def solve_steps(
     rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, max_steps: float = 1e9, sampling: str = "poisson"
 ):
-    """Largest whole number of steps T with ε <= target (0 if even one step is over)."""
+    """Largest whole number of steps T with ε <= target (0 if even one step is over).
+
+    With the PLD accountant the search starts at the GDP central-limit T (a
+    guess only) and brackets the answer by factors of 1.25, each point
+    checked by the PLD upper bound.
+    """
     _check_sampling(sampling)
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
@@ -274,17 +332,19 @@ def solve_steps(
         return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d, sampling) <= target
 
     one_ok = ok(np.ones_like(q))
-    if accountant == "pld" and sampling != "poisson":
-        # No RDP bracket: double from one step (PLD declines past 2^22 grid points, treated as over).
-        base = np.ones_like(q)
-        top, _ = expand_until(ok, base * 2, factor=2.0, max_steps=40, want=False)
-        top = np.minimum(top, max_steps)
-    elif accountant == "pld":
-        # PLD is tighter than RDP: start from the RDP answer (checked) and double.
-        start = solve_steps(q, s, d, target, "rdp", max_steps=max_steps).value
-        base = np.where(ok(np.maximum(start, 1.0)), np.maximum(start, 1.0), 1.0)
-        top, _ = expand_until(ok, base * 2, factor=2.0, max_steps=6, want=False)
-        top = np.minimum(top, max_steps)
+    if accountant == "pld":
+        mu = _clt_guess_mu(target, d)
+        with np.errstate(all="ignore"):
+            guess = np.floor((mu / q) ** 2 / np.expm1(1.0 / (s * s)))  # μ = q√(T(e^{1/σ²} − 1)) solved for T
+        guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=max_steps), 1.0, max_steps)
+
+        # Larger T is worse, so "ok" for the bracket means *over* the target (it holds for large T).
+        def over_rows(i, tt):
+            tt = np.maximum(np.floor(tt), 1.0)
+            return _search_eps(accountant, q[i], s[i], tt, d[i], sampling) > target[i]
+
+        top, base, _ = _bracket(over_rows, guess, factor=1.25, lowest=1.0, highest=float(max_steps))
+        base = np.maximum(np.floor(base), 1.0)
     else:
         base = np.ones_like(q)
         top = np.full(q.shape, float(max_steps))
