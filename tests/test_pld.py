@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
 from dp_accounting.pld import pld_privacy_accountant as P
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from dpcalc.core import composition, gdp, laplace, pld, sgd
 
@@ -323,3 +325,31 @@ def test_laplace_with_every_record_sampled_is_plain_laplace():
     a = pld.epsilon([(pld.subsampled_laplace(0.3, 1.0), 50)], 1e-6)
     b = pld.epsilon([(pld.laplace(0.3), 50)], 1e-6)
     assert a.upper[0] == b.upper[0] and a.lower[0] == b.lower[0]
+
+
+# --- properties over random DP-SGD settings -----------------------------------------------------
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(
+    q=st.floats(1e-3, 0.5),
+    sigma=st.floats(0.6, 8.0),
+    t=st.integers(1, 300),
+    log_delta=st.integers(-10, -3),
+)
+def test_pld_interval_properties(q, sigma, t, log_delta):
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    d = 10.0**log_delta
+    lo, up = sgd.pld_interval(q, sigma, t, d)
+    assume(np.isfinite(up[0]))
+    assert lo[0] <= up[0]
+    assert up[0] - lo[0] <= max(1e-3 * up[0], 1e-3) * (1 + 1e-9)
+    assert up[0] <= sgd.epsilon(q, sigma, t, d, "rdp") * (1 + 1e-9)  # tight is never above RDP
+    # dp-accounting's optimistic estimate (losses rounded down, by at most T·h in all) is an
+    # independent certified lower bound on the true ε: our upper end can never be below it.
+    h = min(max(0.03 / t, 1e-4), 2e-3)
+    opt = pldlib.from_gaussian_mechanism(
+        sigma, pessimistic_estimate=False, value_discretization_interval=h, sampling_prob=q, use_connect_dots=False
+    )
+    assert up[0] >= opt.self_compose(t).get_epsilon_for_delta(d) - 1e-12
