@@ -52,7 +52,7 @@ def read_objects(source: str) -> list[tuple[object, str]]:
 
     name = "stdin" if source == "-" else source
     try:
-        text = click.get_text_stream("stdin").read() if source == "-" else open(source, encoding="utf-8").read()
+        text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
     except OSError as exc:
         raise click.UsageError(f"Invalid value for '--input': cannot read {source!r}: {exc.strerror}.") from None
     if not text.strip():
