@@ -184,6 +184,25 @@ def test_plan_sgd_without_replacement_is_pld_and_above_poisson():
     assert r.exit_code == 2 and "--accountant" in r.stderr and "without-replacement" in r.stderr
 
 
+def test_without_replacement_never_drops_rows():
+    # Steps too narrow for the finest starting grid are answered on it (sound, possibly wide) ...
+    d = json.loads(
+        run(
+            "plan-sgd --rate 1e-6 --steps 10,1000000 --sigma 50 --delta 1e-5 --sampling without-replacement --json"
+        ).stdout
+    )
+    assert [r["steps"] for r in d["rows"]] == [10, 1000000]
+    assert all(0 <= r["epsilon_lower"] <= r["epsilon"] < 0.01 for r in d["rows"])
+    # ... and what PLD cannot answer at all is refused (exit 2) instead of silently missing from a gate.
+    for cmd in (
+        "plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --sampling without-replacement --max-epsilon 9",
+        "amplify gaussian --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --scheme both",
+    ):
+        r = run(cmd)
+        assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
+        assert "δ = 1e-14" in r.stderr and "without-replacement" in r.stderr
+
+
 def test_plan_sgd_inverse_without_replacement_rechecked():
     doc = json.loads(
         run(

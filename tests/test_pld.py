@@ -353,3 +353,15 @@ def test_pld_interval_properties(q, sigma, t, log_delta):
         sigma, pessimistic_estimate=False, value_discretization_interval=h, sampling_prob=q, use_connect_dots=False
     )
     assert up[0] >= opt.self_compose(t).get_epsilon_for_delta(d) - 1e-12
+
+
+def test_an_epsilon_curve_over_delta_comes_from_one_composition_per_tilt():
+    deltas = np.array([1e-14, 1e-10, 1e-7, 1e-5, 1e-3])
+    lo, up = sgd.pld_interval(0.01, 1.1, 2000, deltas)
+    assert np.isnan(lo[0]) and np.isnan(up[0])  # below the engine's δ range; the others still answer
+    assert np.all(np.diff(up[1:]) < 0) and np.all(lo[1:] <= up[1:])
+    assert np.all(up[1:] - lo[1:] <= np.maximum(1e-3 * up[1:], 1e-3) * (1 + 1e-9))
+    for k in range(1, deltas.size):
+        one_lo, one_up = sgd.pld_interval(0.01, 1.1, 2000, deltas[k])
+        # Both are certified intervals for the same ε: they must overlap.
+        assert lo[k] <= one_up[0] and one_lo[0] <= up[k]

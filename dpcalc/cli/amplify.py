@@ -225,6 +225,14 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
                 )
             )
             objects.append(Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb))
+        if not poisson and not np.isfinite(e_pld).all():
+            # No other sound method covers sampling without replacement: refuse rather than drop rows.
+            i = int(np.flatnonzero(~np.isfinite(e_pld))[0])
+            raise click.UsageError(
+                f"the PLD engine cannot answer q = {q[i]:g}, σ = {s_[i]:g}, T = {int(t[i])}, δ = {d[i]:g} (it needs "
+                "δ >= 1e-12 and a loss distribution that fits its grid), and no other sound method in dpcalc covers "
+                "--scheme without-replacement."
+            )
         if (accountant != "rdp" or not poisson) and not np.isfinite(e_pld).all():
             warnings.append(
                 "pld could not be computed for some inputs (δ below 1e-12 or too large a grid); "

@@ -236,6 +236,15 @@ def plan_sgd(
             warnings += c.pld_width_warnings(lower, eps_by_engine[e])
         else:
             eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e, sampling=sampling)
+    if not poisson and "pld" in engines and not np.all(np.isfinite(eps_by_engine["pld"])):
+        # No other sound method covers sampling without replacement: refuse rather than drop rows.
+        k = int(np.flatnonzero(~np.isfinite(eps_by_engine["pld"]))[0])
+        i = points[k][0]
+        raise click.UsageError(
+            f"the PLD engine cannot answer q = {q[i]:g}, σ = {m['sigma'][i]:g}, T = {int(t_arr[k])}, "
+            f"δ = {m['delta'][i]:g} (it needs δ >= 1e-12 and a loss distribution that fits its grid), and no other "
+            "sound method in dpcalc covers --sampling without-replacement."
+        )
     fallback = None
     if engines == ["pld"] and poisson and not np.all(np.isfinite(eps_by_engine["pld"])):
         # PLD declined somewhere (δ below 1e-12 or too large a grid): answer those rows by RDP.

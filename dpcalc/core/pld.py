@@ -1088,13 +1088,14 @@ def _target(upper: np.ndarray, rel: float, abs_: float) -> np.ndarray:
     return np.maximum(rel * upper, abs_)
 
 
-def initial_h(mechs) -> float:
+def initial_h(mechs, clamp: bool = False) -> float:
     """A starting grid spacing: 1/16 of the per-step loss spread of the dominant part, at most 1e-3.
 
     A grid coarser than the per-step distribution makes both bounds loose
     (the lower one especially), so narrow steps (small q or large σ) start
     finer. Powers of two below 1e-3 keep answers reproducible. Raises
-    ValueError past :data:`MAX_HALVINGS` halvings.
+    ValueError past :data:`MAX_HALVINGS` halvings (``clamp``: returns the
+    finest spacing instead — bounds stay sound, the interval may be wide).
     """
     best, spread = -1.0, 1.0
     for m, t in mechs:
@@ -1108,12 +1109,22 @@ def initial_h(mechs) -> float:
         if t * var > best:
             best, spread = t * var, np.sqrt(var)
     k = int(max(np.ceil(np.log2(1e-3 * 16 / max(spread, 1e-300))), 0))
+    if k > MAX_HALVINGS and clamp:
+        return 1e-3 / 2**MAX_HALVINGS  # sound, but the interval may stay wider than asked
     if k > MAX_HALVINGS:
         raise ValueError(f"the per-step privacy loss spread ({spread:.3g}) is too narrow for the PLD grid")
     return 1e-3 / 2**k
 
 
-def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None) -> Answer:
+def epsilon(
+    mechs,
+    delta,
+    *,
+    rel: float = REL_WIDTH,
+    abs_: float = ABS_WIDTH,
+    h0: float | None = None,
+    coarse_ok: bool = False,
+) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The upper and lower bounds
@@ -1122,12 +1133,14 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
     direction(s) whose upper bound is the largest; the others keep the
     coarser (still sound) bounds they have. A bound whose grid would exceed
     :data:`MAX_GRID` points stops refining and the interval is returned as
-    it is, with ``met`` false.
+    it is, with ``met`` false. ``coarse_ok`` answers steps too narrow for the
+    finest starting grid on that grid (sound, possibly wide) instead of
+    raising ValueError.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA):
         raise ValueError(f"the PLD engine answers for δ >= {MIN_DELTA:g}")
-    h0 = h0 or initial_h(mechs)
+    h0 = h0 or initial_h(mechs, clamp=coarse_ok)
     # Per direction: upper bounds and their spacings (the mechanism's bound is the maximum), and
     # lower bounds for the directions that dominate (any one direction's lower bound is sound).
     up_dir, h_dir = _upper_dirs(mechs, delta, h0)

@@ -91,28 +91,38 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
 
 
 def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
-    """Certified [lower, upper] on ε by PLD for each case (one FFT composition per case).
+    """Certified [lower, upper] on ε by PLD for each case.
 
-    NaN marks a case the PLD grid cannot represent (e.g. σ so small that the
-    loss distribution needs more than the largest grid); use RDP there.
+    Cases that differ only in δ share one composition per tilt (an ε(δ)
+    curve comes from one composed PLD). NaN marks a case the PLD grid
+    cannot represent (e.g. σ so small that the loss distribution needs more
+    than the largest grid); use RDP there.
     """
     from . import pld
 
     _check_sampling(sampling)
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
-    lo, up = np.empty(q.size), np.empty(q.size)
+    lo, up = np.full(q.size, np.nan), np.full(q.size, np.nan)
+    groups: dict = {}
     for i in range(q.size):
-        key = (float(q[i]), float(sigma[i]), float(steps[i]))
+        groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
+    for (qq, ss, tt), idx in groups.items():
+        idx = np.array(idx)
+        ok = idx[delta[idx] >= pld.MIN_DELTA]
+        if ok.size == 0:
+            continue
         try:
-            if delta[i] < pld.MIN_DELTA:
-                raise ValueError("δ below the PLD range")
             with np.errstate(all="ignore"):
-                ans = pld.epsilon([(_mechanism(key[0], key[1], sampling), int(key[2]))], delta[i], **kw)
-            lo[i], up[i] = ans.lower[0], ans.upper[0]
+                # Without replacement there is no RDP fallback: steps too narrow for the finest starting
+                # grid are answered on it (sound, possibly wider than asked).
+                ans = pld.epsilon(
+                    [(_mechanism(qq, ss, sampling), tt)], delta[ok], coarse_ok=sampling != "poisson", **kw
+                )
         except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
-            lo[i] = up[i] = np.nan  # beyond what the PLD grid can represent; callers say so
-        if not (np.isfinite(lo[i]) and np.isfinite(up[i])):
-            lo[i] = up[i] = np.nan
+            continue  # beyond what the PLD grid can represent; callers say so
+        lo[ok], up[ok] = ans.lower, ans.upper
+    bad = ~(np.isfinite(lo) & np.isfinite(up))
+    lo[bad] = up[bad] = np.nan
     return lo, up
 
 
@@ -201,7 +211,8 @@ def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
             if delta[i] < pld.MIN_DELTA:
                 raise ValueError("δ below the PLD range")
             with np.errstate(all="ignore"):
-                out[i] = pld._upper_dirs(mech, np.array([delta[i]]), pld.initial_h(mech))[0].max()
+                h0 = pld.initial_h(mech, clamp=sampling != "poisson")
+                out[i] = pld._upper_dirs(mech, np.array([delta[i]]), h0)[0].max()
         except (MemoryError, ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
             out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
     return out
