@@ -193,14 +193,18 @@ def test_without_replacement_never_drops_rows():
     )
     assert [r["steps"] for r in d["rows"]] == [10, 1000000]
     assert all(0 <= r["epsilon_lower"] <= r["epsilon"] < 0.01 for r in d["rows"])
-    # ... and what PLD cannot answer at all is refused (exit 2) instead of silently missing from a gate.
+    # ... and what PLD cannot answer at all is refused (exit 2) instead of silently missing from a gate:
+    # δ below its range as bad input naming --delta, other declines naming the setting.
     for cmd in (
         "plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --sampling without-replacement --max-epsilon 9",
+        "plan-sgd --rate 0.01 --sigma 1 --delta 1e-14 --target-epsilon 1 --sampling without-replacement",
         "amplify gaussian --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --scheme both",
     ):
         r = run(cmd)
         assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
-        assert "δ = 1e-14" in r.stderr and "without-replacement" in r.stderr
+        assert "'--delta': 1e-14" in r.stderr and "[1e-12, 1)" in r.stderr
+    r = run("plan-sgd --rate 0.5 --steps 1000000 --sigma 0.3 --delta 1e-5 --sampling without-replacement --json")
+    assert r.exit_code == 2 and "T = 1000000" in r.stderr and "without-replacement" in r.stderr
 
 
 def test_plan_sgd_inverse_without_replacement_rechecked():

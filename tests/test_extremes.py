@@ -47,6 +47,7 @@ def _cases():
             f"compose mixed --subsampled-gaussian {q},{s},{t} --delta {d}",
         ]
         cases += [f"group gaussian --sigma {s} --size {k} --delta {d}" for k in K]
+        cases.append(f"plan-sgd --rate {q} --steps {t} --sigma {s} --delta {d} --sampling without-replacement")
     for s, d, q in itertools.product(S, D, Q):
         cases += [
             f"plan-sgd --rate {q} --sigma {s} --delta {d} --target-epsilon 1",

@@ -145,6 +145,11 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
     schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
+    if "without-replacement" in schemes and orders is None and min(delta) < 1e-12:
+        raise click.UsageError(
+            f"Invalid value for '--delta': {min(delta):g} — with --scheme {scheme} δ must be in [1e-12, 1) "
+            "(only the PLD engine covers sampling without replacement, and it answers from 1e-12)."
+        )
     if orders is not None:
         if scheme != "poisson":
             raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")

@@ -153,6 +153,11 @@ def plan_sgd(
                 "a δ; choose δ well below 1/N."
             )
 
+    if not poisson and delta is not None and min(delta) < 1e-12:
+        raise click.UsageError(
+            f"Invalid value for '--delta': {min(delta):g} — with --sampling without-replacement δ must be in "
+            "[1e-12, 1) (only the PLD engine covers it, and it answers from 1e-12)."
+        )
     if accountant == "rdp" and not poisson:
         raise click.UsageError(
             "Invalid value for '--accountant': rdp has no bound for --sampling without-replacement "
