@@ -365,3 +365,17 @@ def test_an_epsilon_curve_over_delta_comes_from_one_composition_per_tilt():
         one_lo, one_up = sgd.pld_interval(0.01, 1.1, 2000, deltas[k])
         # Both are certified intervals for the same ε: they must overlap.
         assert lo[k] <= one_up[0] and one_lo[0] <= up[k]
+
+
+def test_a_curve_that_fails_as_a_whole_is_answered_delta_by_delta(monkeypatch):
+    real = pld.epsilon
+
+    def only_one_delta(mechs, delta, **kw):
+        if np.size(delta) > 1:
+            raise MemoryError("pretend the smallest δ needs too large a grid")
+        return real(mechs, delta, **kw)
+
+    monkeypatch.setattr(pld, "epsilon", only_one_delta)
+    lo, up = sgd.pld_interval(0.01, 1.1, 1000, [1e-8, 1e-5])
+    alone = [sgd.pld_interval(0.01, 1.1, 1000, d) for d in (1e-8, 1e-5)]
+    assert np.all(np.isfinite(up)) and list(up) == [a[1][0] for a in alone]

@@ -106,21 +106,31 @@ def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
     groups: dict = {}
     for i in range(q.size):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
-    for (qq, ss, tt), idx in groups.items():
+
+    def answer(key, rows):
+        # Without replacement there is no RDP fallback: steps too narrow for the finest starting
+        # grid are answered on it (sound, possibly wider than asked).
+        with np.errstate(all="ignore"):
+            ans = pld.epsilon(
+                [(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], coarse_ok=sampling != "poisson", **kw
+            )
+        lo[rows], up[rows] = ans.lower, ans.upper
+
+    failures = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
+    for key, idx in groups.items():
         idx = np.array(idx)
         ok = idx[delta[idx] >= pld.MIN_DELTA]
-        if ok.size == 0:
-            continue
         try:
-            with np.errstate(all="ignore"):
-                # Without replacement there is no RDP fallback: steps too narrow for the finest starting
-                # grid are answered on it (sound, possibly wider than asked).
-                ans = pld.epsilon(
-                    [(_mechanism(qq, ss, sampling), tt)], delta[ok], coarse_ok=sampling != "poisson", **kw
-                )
-        except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
-            continue  # beyond what the PLD grid can represent; callers say so
-        lo[ok], up[ok] = ans.lower, ans.upper
+            if ok.size:
+                answer(key, ok)
+        except failures:
+            # Beyond what the PLD grid can represent for the smallest δ, perhaps: try each δ alone
+            # (callers say so where it still fails).
+            for i in ok if ok.size > 1 else ():
+                try:
+                    answer(key, np.array([i]))
+                except failures:
+                    pass
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     return lo, up
