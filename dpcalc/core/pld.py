@@ -36,6 +36,13 @@ over the radix-2 analysis, checked against extended precision in the
 tests rather than proved for pocketfft's mixed radices; round-off is why
 the engine only answers for δ >= 1e-12.
 
+Mechanisms with two directions (Poisson subsampling) are bounded by the
+larger δ of the two; the refinement spends its effort on the direction
+whose upper bound is the largest (a bound on any grid is sound, so the
+other keeps its coarser one). Sampling without replacement with
+substitution neighbours is a single symmetric direction: the symmetrised
+hull of the two Poisson directions (:func:`_symmetrised_hull`).
+
 References
 ----------
 .. [SMM] D. Sommer, S. Meiser, E. Mohammadi. Privacy Loss Classes: The Central
@@ -46,6 +53,8 @@ References
 .. [ZDW] Y. Zhu, J. Dong, Y.-X. Wang. Optimal Accounting of Differential
    Privacy via Characteristic Function. AISTATS 2022, arXiv:2106.08567
    (dominating pairs of Poisson subsampling: remove and add directions).
+.. [DRS] J. Dong, A. Roth, W. Su. Gaussian Differential Privacy. JRSS-B 2022,
+   arXiv:1905.02383 (Thm 4.2: subsampling without replacement, C_q(f)).
 """
 
 from __future__ import annotations
@@ -294,8 +303,6 @@ def _symmetrised_hull(remove: Direction, add: Direction) -> list[Direction]:
     larger one changes, the jump is an atom. Composing the two directions
     separately and taking the larger δ would *under*-state ε: the hull is
     less private than either direction.
-
-    .. [DRS] J. Dong, A. Roth, W. Su. Gaussian Differential Privacy. JRSS-B 2022.
     """
 
     def survival(e):
