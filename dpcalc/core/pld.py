@@ -853,7 +853,7 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
 
     def curve(j, allow_sign):
         core, allow = _delta_parts(cp, j, pts[j], tails)
-        return np.clip(core + cp.p_inf + allow_sign * allow, 0.0, None)
+        return np.clip(core + cp.p_inf + (allow_sign * allow if allow_sign else 0.0), 0.0, None)
 
     def first_at_most(level, allow_sign):
         """First point where curve(·, allow_sign) <= level (pts.size if none), for a curve that is
