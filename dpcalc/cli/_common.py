@@ -200,3 +200,28 @@ def pld_width_warnings(lower, upper) -> list[str]:
         "some PLD intervals are wider than the width asked for (the engine reached its largest grid); they are "
         "still certified bounds."
     ]
+
+
+def check_wor_delta(deltas, option: str) -> None:
+    """Sampling without replacement is accounted by PLD alone, which answers from δ = 1e-12: refuse smaller δ."""
+    from dpcalc.core.pld import MIN_DELTA
+
+    if deltas is not None and min(deltas) < MIN_DELTA:
+        raise click.UsageError(
+            f"Invalid value for '--delta': {min(deltas):g} — with {option} δ must be in [{MIN_DELTA:g}, 1) "
+            f"(only the PLD engine covers sampling without replacement, and it answers from {MIN_DELTA:g})."
+        )
+
+
+def refuse_pld_gaps(eps, q, sigma, steps, delta, option: str) -> None:
+    """Where PLD answered nothing for sampling without replacement, stop (exit 2) rather than drop rows:
+    no other sound method covers it, and a budget gate must not pass on a partial table."""
+    import numpy as np
+
+    bad = np.flatnonzero(~np.isfinite(eps))
+    if bad.size:
+        i = int(bad[0])
+        raise click.UsageError(
+            f"the PLD engine cannot answer q = {q[i]:g}, σ = {sigma[i]:g}, T = {int(steps[i])}, δ = {delta[i]:g} "
+            f"(its loss distribution does not fit the grid), and no other sound method in dpcalc covers {option}."
+        )

@@ -145,11 +145,8 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
     schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
-    if "without-replacement" in schemes and orders is None and min(delta) < 1e-12:
-        raise click.UsageError(
-            f"Invalid value for '--delta': {min(delta):g} — with --scheme {scheme} δ must be in [1e-12, 1) "
-            "(only the PLD engine covers sampling without replacement, and it answers from 1e-12)."
-        )
+    if "without-replacement" in schemes and orders is None:
+        c.check_wor_delta(delta, f"--scheme {scheme}")
     if orders is not None:
         if scheme != "poisson":
             raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")
@@ -230,18 +227,11 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
                 )
             )
             objects.append(Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb))
-        if not poisson and not np.isfinite(e_pld).all():
-            # No other sound method covers sampling without replacement: refuse rather than drop rows.
-            i = int(np.flatnonzero(~np.isfinite(e_pld))[0])
-            raise click.UsageError(
-                f"the PLD engine cannot answer q = {q[i]:g}, σ = {s_[i]:g}, T = {int(t[i])}, δ = {d[i]:g} (it needs "
-                "δ >= 1e-12 and a loss distribution that fits its grid), and no other sound method in dpcalc covers "
-                "--scheme without-replacement."
-            )
-        if (accountant != "rdp" or not poisson) and not np.isfinite(e_pld).all():
+        if not poisson:
+            c.refuse_pld_gaps(e_pld, q, s_, t, d, "--scheme without-replacement")
+        elif accountant != "rdp" and not np.isfinite(e_pld).all():
             warnings.append(
-                "pld could not be computed for some inputs (δ below 1e-12 or too large a grid); "
-                + ("rdp is shown there." if poisson else "no other sound method covers sampling without replacement.")
+                "pld could not be computed for some inputs (δ below 1e-12 or too large a grid); rdp is shown there."
             )
         if poisson and (e_clt < e_rdp).any():
             warnings.append(

@@ -153,11 +153,8 @@ def plan_sgd(
                 "a δ; choose δ well below 1/N."
             )
 
-    if not poisson and delta is not None and min(delta) < 1e-12:
-        raise click.UsageError(
-            f"Invalid value for '--delta': {min(delta):g} — with --sampling without-replacement δ must be in "
-            "[1e-12, 1) (only the PLD engine covers it, and it answers from 1e-12)."
-        )
+    if not poisson:
+        c.check_wor_delta(delta, "--sampling without-replacement")
     if accountant == "rdp" and not poisson:
         raise click.UsageError(
             "Invalid value for '--accountant': rdp has no bound for --sampling without-replacement "
@@ -241,14 +238,9 @@ def plan_sgd(
             warnings += c.pld_width_warnings(lower, eps_by_engine[e])
         else:
             eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e, sampling=sampling)
-    if not poisson and "pld" in engines and not np.all(np.isfinite(eps_by_engine["pld"])):
-        # No other sound method covers sampling without replacement: refuse rather than drop rows.
-        k = int(np.flatnonzero(~np.isfinite(eps_by_engine["pld"]))[0])
-        i = points[k][0]
-        raise click.UsageError(
-            f"the PLD engine cannot answer q = {q[i]:g}, σ = {m['sigma'][i]:g}, T = {int(t_arr[k])}, "
-            f"δ = {m['delta'][i]:g} (it needs δ >= 1e-12 and a loss distribution that fits its grid), and no other "
-            "sound method in dpcalc covers --sampling without-replacement."
+    if not poisson and "pld" in engines:
+        c.refuse_pld_gaps(
+            eps_by_engine["pld"], q[idx], m["sigma"][idx], t_arr, m["delta"][idx], "--sampling without-replacement"
         )
     fallback = None
     if engines == ["pld"] and poisson and not np.all(np.isfinite(eps_by_engine["pld"])):
@@ -277,11 +269,7 @@ def plan_sgd(
                     continue
                 warnings.append(
                     f"{e} could not be computed for some inputs (δ below 1e-12 or too large a grid); "
-                    + (
-                        "see the other rows."
-                        if poisson
-                        else "no other sound method covers sampling without replacement."
-                    )
+                    "see the other rows."
                 )
                 continue
             rows.append(

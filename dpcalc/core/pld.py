@@ -78,7 +78,7 @@ __all__ = [
     "sampled_wor_laplace",
     "Composed",
     "compose",
-    "epsilon_interval",
+    "epsilon",
     "delta_interval",
 ]
 
@@ -258,8 +258,7 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
             return np.where(np.expm1(ell) + q > 0, np.log(np.maximum(np.expm1(ell) + q, 1e-300)) - np.log(q), -np.inf)
 
     def x_of(m):
-        with np.errstate(all="ignore"):
-            return (np.clip(m, -eps0, eps0) / eps0 + 1.0) / 2.0
+        return (np.clip(m, -eps0, eps0) / eps0 + 1.0) / 2.0
 
     def remove(ell):
         # L <= ℓ  ⇔  ℓ₀(x) <= m  ⇔  x <= x*(m) (none below −ε₀, all from ε₀ on)
@@ -610,6 +609,11 @@ def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
     return out.reshape(t.shape)
 
 
+def _parts_log_mgf(parts: list[tuple[Discrete, int]], t) -> np.ndarray:
+    """log E[e^{tS}] of the composition (each part ``times`` times), for each t."""
+    return sum(times * _log_mgf(d, np.atleast_1d(np.asarray(t, float))) for d, times in parts)
+
+
 _TS = np.geomspace(0.1, 60.0, 8)  # tilts tried (and Chernoff exponents for δ queries)
 
 
@@ -624,7 +628,7 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     ε_g = 0.8·x. Only accuracy depends on this choice: every allowance is
     computed for the λ and window used.
     """
-    total = sum(t * _log_mgf(d, _TS) for d, t in parts)
+    total = _parts_log_mgf(parts, _TS)
     if guess is None:
         x = (total - log_delta) / _TS
         i = int(np.argmin(x))
@@ -634,7 +638,7 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
         eps_g = max(float(guess), 0.0)
         centre = np.gradient(total, _TS)
         lam = float(np.exp(np.interp(eps_g, np.maximum.accumulate(centre), np.log(_TS))))
-        g = float(sum(t * _log_mgf(d, np.array([lam]))[0] for d, t in parts))
+        g = float(_parts_log_mgf(parts, lam)[0])
         return lam, g - lam * eps_g
     return float(_TS[i]), float(total[i] - _TS[i] * eps_g)
 
@@ -697,9 +701,9 @@ def compose(
     eta_t = min(eta, 1e-6)
 
     def logm(t):
-        return sum(tt * _log_mgf(d, t) for d, tt in parts)
+        return _parts_log_mgf(parts, t)
 
-    g_lam = float(sum(tt * _log_mgf(d, np.array([lam]))[0] for d, tt in parts)) if lam > 0 else 0.0
+    g_lam = float(logm(lam)[0]) if lam > 0 else 0.0
     # Window from the tilted measure alone (λ = 0: the untilted one): log E~[e^{tS}] = logm(λ+t) − G.
     # Any tilted mass W~ beyond it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε}
     # (the mass missing above the window plus its wrapped copy), for every ε inside it.
@@ -1040,7 +1044,7 @@ def _delta_one(mechs, eps, h: float, kind: str) -> np.ndarray:
     sign = 1.0 if kind == "upper" else -1.0
     best = np.zeros(eps.shape)
     for _, parts in _discretised(mechs, h, kind, 1e-18 / max(sum(t for _, t in mechs), 1)):
-        total = sum(t * _log_mgf(d, _TS) for d, t in parts)
+        total = _parts_log_mgf(parts, _TS)
         tilts = np.array([_TS[int(np.argmin(total - _TS * e))] for e in eps])
         for lam in np.unique(tilts):
             sel = tilts == lam
@@ -1053,13 +1057,6 @@ def _delta_one(mechs, eps, h: float, kind: str) -> np.ndarray:
                 dl = np.maximum(dl, delta_at(cp, eps[sel] - v, sign, floor=-v) - eta)
             best[sel] = np.maximum(best[sel], dl)
     return best
-
-
-def epsilon_interval(mechs, delta, h: float, h_lower: float | None = None):
-    """[lower, upper] on ε at each δ for the composition, at grid spacing h (h_lower for the lower bound)."""
-    up = _eps_one(mechs, delta, h, "upper")
-    lo = _eps_one(mechs, delta, h_lower or h, "lower")
-    return Interval(np.minimum(lo, up), up, h)
 
 
 def delta_interval(mechs, eps, h: float):

@@ -311,8 +311,11 @@ def solve_sigma(
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (a.ravel() for a in np.broadcast_arrays(q, t, d, target))
 
+    def ok_rows(i, sig):
+        return _search_eps(accountant, q[i], sig, t[i], d[i], sampling) <= target[i]
+
     def ok(sig):
-        return _search_eps(accountant, q, sig, t, d, sampling) <= target
+        return ok_rows(slice(None), sig)
 
     if accountant == "pld":
         rtol = max(rtol, 1e-3)
@@ -320,10 +323,6 @@ def solve_sigma(
         with np.errstate(all="ignore"):
             guess = 1.0 / np.sqrt(np.log1p((mu / q) ** 2 / t))  # μ = q√(T(e^{1/σ²} − 1)) solved for σ
         guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=1e6), 1e-3, 1e6)
-
-        def ok_rows(i, sig):
-            return _search_eps(accountant, q[i], sig, t[i], d[i], sampling) <= target[i]
-
         hi, lo, found = _bracket(ok_rows, guess, factor=1.25, lowest=1e-3, highest=2e6)
     else:
         hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
@@ -349,8 +348,11 @@ def solve_steps(
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (a.ravel() for a in np.broadcast_arrays(q, s, d, target))
 
+    def eps_rows(i, tt):
+        return _search_eps(accountant, q[i], s[i], np.maximum(np.floor(tt), 1.0), d[i], sampling)
+
     def ok(tt):
-        return _search_eps(accountant, q, s, np.maximum(np.floor(tt), 1.0), d, sampling) <= target
+        return eps_rows(slice(None), tt) <= target
 
     one_ok = ok(np.ones_like(q))
     if accountant == "pld":
@@ -361,8 +363,7 @@ def solve_steps(
 
         # Larger T is worse, so "ok" for the bracket means *over* the target (it holds for large T).
         def over_rows(i, tt):
-            tt = np.maximum(np.floor(tt), 1.0)
-            return _search_eps(accountant, q[i], s[i], tt, d[i], sampling) > target[i]
+            return eps_rows(i, tt) > target[i]
 
         top, base, _ = _bracket(over_rows, guess, factor=1.25, lowest=1.0, highest=float(max_steps))
         base = np.maximum(np.floor(base), 1.0)
