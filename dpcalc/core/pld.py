@@ -588,24 +588,43 @@ def lower_shift(cp: Composed, eta: float) -> float:
 
 
 def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
-    """log E[e^{tL}] over the finite part of a discrete PLD, for each t."""
-    pos = d.p > 0
-    ell = d.losses()[pos]
-    p = d.p[pos]
+    """log E[e^{tL}] over the finite part of a discrete PLD, for each t.
+
+    The losses are a regular grid, so with ℓ = b_j + k·h (blocks j of r
+    points, k < r) the sum is Σ_j e^{t b_j} Σ_k p_{jk} e^{tkh}: exponentials
+    of the block starts and of r offsets, and one matrix product — not one
+    exponential per grid point and t. Each t's sum is centred at the end
+    that dominates it (terms <= 1).
+    """
     t = np.asarray(t, float)
-    if ell.size == 0:
-        return np.full(t.shape, -np.inf)
     flat = np.atleast_1d(t).ravel()
+    pos = np.flatnonzero(d.p > 0)
+    if pos.size == 0:
+        return np.full(t.shape, -np.inf)
+    first, last = int(pos[0]), int(pos[-1]) + 1
+    p = d.p[first:last]
+    base = (d.k0 + first + d.c) * d.h  # loss of p[0]
+    top = base + (p.size - 1) * d.h
     out = np.empty(flat.shape)
-    # Centred at the end that dominates each t's sum (terms <= 1), several t at a time but at
-    # most ~2^22 terms per block (memory O(grid), not O(grid × t)).
-    per = max(1, (1 << 22) // ell.size)
+    tmax = float(np.max(np.abs(flat))) if flat.size else 0.0
+    # Block length: e^{|t|·r·h} <= e^{0.5} keeps the offset factors tame.
+    r = int(np.clip(0.5 / max(tmax * d.h, 1e-300), 1, 1024))
+    m = -(-p.size // r)
+    grid = np.zeros(m * r)
+    grid[: p.size] = p
+    grid = grid.reshape(m, r)
+    starts = np.arange(m) * (r * d.h)  # block starts, relative to base
+    offs = np.arange(r) * d.h
     with np.errstate(under="ignore", divide="ignore", over="ignore"):
-        for sign, ref in ((flat > 0, ell.max()), (flat <= 0, ell.min())):
-            idx = np.flatnonzero(sign)
-            for j in range(0, idx.size, per):
-                ti = flat[idx[j : j + per]]
-                out[idx[j : j + per]] = ti * ref + np.log(np.exp(np.outer(ti, ell - ref)) @ p)
+        for sign in (1, -1):
+            sel = flat > 0 if sign > 0 else flat <= 0
+            ts = flat[sel]
+            if ts.size == 0:
+                continue
+            ref = top - base if sign > 0 else 0.0  # dominant end, relative to base
+            inner = grid @ np.exp(np.outer(offs, ts))  # (m, n_t): Σ_k p_jk e^{t k h}
+            outer = np.exp(np.outer(starts - ref, ts))  # e^{t (b_j − ref)} <= e^{|t| r h}
+            out[sel] = ts * (base + ref) + np.log(np.einsum("jt,jt->t", outer, inner))
     return out.reshape(t.shape)
 
 
@@ -703,7 +722,19 @@ def compose(
     def logm(t):
         return _parts_log_mgf(parts, t)
 
-    g_lam = float(logm(lam)[0]) if lam > 0 else 0.0
+    # Each step tilted by λ and normalised; G = Σ T_j·log Σ p e^{λℓ} is the very constant divided
+    # out, so that true masses are tilted ones times e^{G − λℓ} up to the round-off of the tilt.
+    tilted = []
+    g_lam = 0.0
+    for d, t in parts:
+        w = d.p
+        if lam > 0:
+            with np.errstate(divide="ignore", under="ignore"):
+                lw = np.log(d.p) + lam * d.losses()
+            lse = float(special.logsumexp(lw))
+            w = np.exp(lw - lse)
+            g_lam += t * lse
+        tilted.append(w)
     # Window from the tilted measure alone (λ = 0: the untilted one): log E~[e^{tS}] = logm(λ+t) − G.
     # Any tilted mass W~ beyond it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε}
     # (the mass missing above the window plus its wrapped copy), for every ε inside it.
@@ -718,13 +749,8 @@ def compose(
     spec = None
     p_inf_keep = 1.0
     norms = []  # (times, Euclidean norm of the tilted step vector)
-    for d, t in parts:
+    for (d, t), w in zip(parts, tilted):
         idx = (d.k0 + np.arange(d.p.size)) % n
-        w = d.p
-        if lam > 0:
-            with np.errstate(divide="ignore", under="ignore"):
-                lw = np.log(d.p) + lam * d.losses()
-            w = np.exp(lw - special.logsumexp(lw))
         norms.append((t, float(np.linalg.norm(w))))
         f = _int_power(sfft.rfft(np.bincount(idx, weights=w, minlength=n)), t)
         spec = f if spec is None else spec * f
@@ -791,6 +817,21 @@ def _roundoff_l2(n: int, norms: list[tuple[int, float]], out_norm: float) -> flo
 # ---------------------------------------------------------------------------
 
 
+def _geometric(rate: float, x0: float, h: float, m: int) -> np.ndarray:
+    """exp(rate·(x0 + i·h)) for i < m, as products of block and offset exponentials (2.5 u relative)."""
+    r = 512
+    k = -(-m // r)
+    with np.errstate(under="ignore", over="ignore"):
+        out = np.multiply.outer(np.exp(rate * (x0 + np.arange(k) * (r * h))), np.exp(rate * h * np.arange(r)))
+    return out.ravel()[:m]
+
+
+def _suffix_sum(w: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = Σ_{j >= i} w[j] for i < w.size (``out`` has one more entry, left as it is)."""
+    rev = np.cumsum(w[::-1])
+    out[: w.size] = rev[::-1]
+
+
 def _tail_sums(cp: Composed, floor: float = 0.0):
     """Losses > f (f = ``floor``), suffix sums of p̃e^{−λ(ℓ−f)} and p̃e^{−(λ+1)(ℓ−f)}, and bounds on
     the Euclidean norms of the suffixes of e^{−λ(ℓ−f)} (terms <= 1; each with a final 0 entry).
@@ -798,15 +839,16 @@ def _tail_sums(cp: Composed, floor: float = 0.0):
     The losses are a regular grid, so the suffix norm from ℓ_i is at most e^{−λ(ℓ_i−f)}/√(1 − e^{−2λh}).
     """
     ell = cp.losses()
-    pos = ell > floor
-    ell, pt = ell[pos], cp.p[pos]
+    first = int(np.searchsorted(ell, floor, side="right"))  # losses increase: those > f are a suffix
+    ell, pt = ell[first:], cp.p[first:]
     m = ell.size
-    e1 = np.exp(-cp.lam * (ell - floor))
+    x0 = float(ell[0] - floor) if m else 0.0
+    e1 = _geometric(-cp.lam, x0, cp.h, m)
     a = np.zeros(m + 1)
     b = np.zeros(m + 1)
     w = pt * e1
-    a[:m] = np.cumsum(w[::-1])[::-1]
-    b[:m] = np.cumsum((w * np.exp(-(ell - floor)))[::-1])[::-1]
+    _suffix_sum(w, a)
+    _suffix_sum(w * _geometric(-1.0, x0, cp.h, m), b)
     r = np.zeros(m + 1)
     with np.errstate(divide="ignore"):
         r[:m] = e1 / np.sqrt(-np.expm1(-2.0 * cp.lam * cp.h)) if cp.lam > 0 else np.sqrt(np.arange(m, 0, -1.0))
