@@ -60,6 +60,8 @@ def test_dpsgd_interval_contains_dp_accounting_and_beats_rdp(q, s, t, d):
     # and their discretisation error is below 0.2 % here.
     assert lo[0] <= theirs * (1 + 1e-9)
     assert up[0] == pytest.approx(theirs, rel=2e-3)
+    # The default upper end is computed on a grid finer than their 1e-4 (pld.UPPER_H): no looser.
+    assert up[0] <= theirs
     assert up[0] <= sgd.epsilon(q, s, t, d, "rdp") * (1 + 1e-9)
     assert lo[0] <= up[0]
 
@@ -153,6 +155,7 @@ def test_dpsgd_extremes_interval_contains_dp_accounting(q, s, t, d):
     lo, up = sgd.pld_interval(q, s, t, d)
     theirs = _dpa(q, s, t, d)
     assert lo[0] <= theirs * (1 + 1e-9)
+    assert up[0] <= theirs
     assert up[0] <= sgd.epsilon(q, s, t, d, "rdp") * (1 + 1e-9)
     assert up[0] == pytest.approx(theirs, rel=5e-3)
 
@@ -379,3 +382,74 @@ def test_a_curve_that_fails_as_a_whole_is_answered_delta_by_delta(monkeypatch):
     lo, up = sgd.pld_interval(0.01, 1.1, 1000, [1e-8, 1e-5])
     alone = [sgd.pld_interval(0.01, 1.1, 1000, d) for d in (1e-8, 1e-5)]
     assert np.all(np.isfinite(up)) and list(up) == [a[1][0] for a in alone]
+
+
+# --- the engine's shortcuts: each one sound on its own ------------------------------------------
+
+
+def _delta_of(disc, eps):
+    """δ(ε) of a discrete PLD, summed directly."""
+    ell, p = disc.losses(), disc.p
+    return np.array([np.sum(p[ell > e] * -np.expm1(e - ell[ell > e])) + disc.p_inf for e in eps])
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_sparse_tail_nodes_stay_above_the_dense_connect_the_dots_and_the_truth(direction, monkeypatch):
+    d = pld.subsampled_gaussian(0.05, 0.9)[direction]
+    h = 1e-3
+    monkeypatch.setattr(pld, "SPARSE_MASS", 0.0)
+    dense = pld.discretise_upper(d, h, 1e-16)
+    monkeypatch.setattr(pld, "SPARSE_MASS", 1e-5)  # far more than the default leaves coarse
+    sparse = pld.discretise_upper(d, h, 1e-16)
+    assert np.count_nonzero(sparse.p) < 0.6 * np.count_nonzero(dense.p)  # the coarse nodes are used
+    # Same P- and Q-mass (connect the dots keeps both, on any nodes).
+    for disc in (dense, sparse):
+        assert disc.p.sum() + disc.p_inf == pytest.approx(1.0, abs=1e-12)
+    q_of = lambda disc: np.sum(disc.p * np.exp(-disc.losses()))  # noqa: E731
+    assert q_of(sparse) == pytest.approx(q_of(dense), rel=1e-12)
+    eps = np.linspace(-3.0, 2.5, 600)  # negative ε too: the add direction's far tail is below 0
+    d_sparse, d_dense = _delta_of(sparse, eps), _delta_of(dense, eps)
+    # Fewer nodes: the minimal dominating PLD on the dense grid is below it, the true δ below both.
+    assert np.all(d_sparse >= d_dense - 1e-15)
+    assert np.any(d_sparse > d_dense * (1 + 1e-9))
+    assert np.all(d_dense >= _hockey(d, eps) - 1e-15)
+
+
+def test_a_cut_window_gives_the_same_upper_bound_and_never_claims_below_the_cut():
+    mechs = [(pld.subsampled_gaussian(0.01, 1.1), 10_000)]
+    (_, parts), *_ = pld._discretised(mechs, 2.5e-4, "upper", 1e-16, dirs=[0])
+    lam, _ = pld.choose_tilt(parts, np.log(1e-5))
+    full = pld.compose(parts, lam=lam, eta=1e-15)
+    e_full = pld.epsilon_at(full, [1e-5], 1.0)[0]
+    cut = pld.compose(parts, lam=lam, eta=1e-15, cut=e_full - 0.3, cut_eta=1e-14)
+    assert cut.p.size < 0.8 * full.p.size  # the window really is smaller
+    e_cut = pld.epsilon_at(cut, [1e-5], 1.0)[0]
+    assert e_cut == pytest.approx(e_full, rel=1e-7)
+    # A cut above the answer: the window holds nothing about ε below it, so that is all it can say.
+    high = pld.compose(parts, lam=lam, eta=1e-15, cut=e_full + 0.5, cut_eta=1e-14)
+    assert pld.epsilon_at(high, [1e-5], 1.0)[0] >= high.read_from >= e_full
+    with pytest.raises(ValueError):
+        pld.epsilon_at(high, [1e-5], -1.0)  # and it gives no lower bound
+
+
+def test_blocked_log_mgf_matches_direct_sums():
+    from scipy.special import logsumexp
+
+    d = pld.discretise_upper(pld.subsampled_gaussian(0.01, 1.1)[0], 1e-4, 1e-16)
+    t = np.concatenate([-np.geomspace(0.02, 100, 9), [0.0], np.geomspace(0.02, 160, 11)])
+    ell, p = d.losses()[d.p > 0], d.p[d.p > 0]
+    direct = np.array([logsumexp(x * ell, b=p) for x in t])
+    assert np.allclose(pld._log_mgf(d, t), direct, rtol=1e-13, atol=1e-13)
+
+
+def test_blocked_suffix_sums_meet_their_error_bound():
+    import math
+
+    rng = np.random.default_rng(7)
+    w = rng.exponential(size=200_003) * np.exp(-rng.uniform(0, 30, size=200_003))
+    out = np.zeros(w.size + 1)
+    rel = pld._suffix_sum(w, out)
+    for i in (0, 1, 511, 512, 513, 100_000, 199_999, 200_002):
+        exact = math.fsum(w[i:])
+        assert abs(out[i] - exact) <= rel * exact
+    assert out[-1] == 0.0 and rel < 1e-12

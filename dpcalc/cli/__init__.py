@@ -114,4 +114,7 @@ def cli():
 
 
 def main() -> None:
+    from dpcalc._alloc import keep_freed_memory
+
+    keep_freed_memory()
     cli.main(prog_name="dpcalc")

@@ -11,6 +11,8 @@ and build two discrete PLDs from them:
   raise every δ(ε), so this PLD *dominates* the true one, and so do its
   compositions: a certified upper bound, with error second order in h.
   Mass above the grid goes to +∞ (it is counted in δ, never dropped).
+  In a step's far tails (coarse bins of at most SPARSE_MASS) only every
+  SPARSE-th grid point is a node: connecting fewer dots is still sound.
 * **lower** — the bins themselves are a post-processing of the output, so
   the binned PLD (one atom per bin at log(P_j/Q_j)) is *dominated* by the
   true one (a second pass nudges the bin edges so that the atoms sit near
@@ -22,7 +24,7 @@ and build two discrete PLDs from them:
   give-back the lower bound would drift by T times the mean move.
   Mass below the grid is dropped (moved to −∞).
 
-Per-step tails holding at most 1e-6·δ/T of P-mass are cut (to +∞ for the
+Per-step tails holding at most 1e-9·δ/T of P-mass are cut (to +∞ for the
 upper bound, dropped for the lower). T-fold self-composition raises the
 discrete Fourier transform of the exponentially tilted step to the T-th
 power on a window sized by Chernoff bounds on the tilted measure; the
@@ -34,7 +36,17 @@ times the norm of the weights δ reads the masses with), added to the
 upper δ and subtracted from the lower one. The FFT constant is a margin
 over the radix-2 analysis, checked against extended precision in the
 tests rather than proved for pocketfft's mixed radices; round-off is why
-the engine only answers for δ >= 1e-12.
+the engine only answers for δ >= 1e-12. The rounding of the tilt itself
+(an error vector per step), of G, of the weights δ is read with and of
+its suffix sums (summed in blocks: at most ~10³·u relative) is bounded
+and allowed for as well. An upper bound's window may start at a
+certified lower bound on ε instead (:func:`compose`, ``cut``): the mass
+below wraps onto the top, which only raises δ, by at most e^{−λW}.
+
+The upper end is computed on a grid no coarser than :data:`UPPER_H`
+(1e-3/16) whatever width is asked for: its error is second order in h,
+so it is then about 0.4× that of a 1e-4 grid — the spacing peer
+accountants use — and no looser than theirs.
 
 Mechanisms with two directions (Poisson subsampling) are bounded by the
 larger δ of the two; the refinement spends its effort on the direction
@@ -60,6 +72,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -203,10 +216,9 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
         ell = np.asarray(ell, float)
         x = np.where(ell > log1mq, x_of(np.maximum(ell, log1mq)), -np.inf)
         a, b = x / sigma, (x - 1) / sigma
-        fq = _phi(a)
-        fp = (1 - q) * _phi(a) + q * _phi(b)
-        sq = _phi(-a)
-        sp = (1 - q) * _phi(-a) + q * _phi(-b)
+        fq, sq = _phi(a), _phi(-a)
+        fp = (1 - q) * fq + q * _phi(b)
+        sp = (1 - q) * sq + q * _phi(-b)
         return fp, fq, sp, sq
 
     def add(ell):
@@ -214,10 +226,9 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
         ell = np.asarray(ell, float)
         x = np.where(-ell > log1mq, x_of(np.maximum(-ell, log1mq)), -np.inf)
         a, b = x / sigma, (x - 1) / sigma
-        fp = _phi(-a)
-        fq = (1 - q) * _phi(-a) + q * _phi(-b)
-        sp = _phi(a)
-        sq = (1 - q) * _phi(a) + q * _phi(b)
+        fp, sp = _phi(-a), _phi(a)
+        fq = (1 - q) * fp + q * _phi(-b)
+        sq = (1 - q) * sp + q * _phi(b)
         return fp, fq, sp, sq
 
     # Median of L under P (roughly): L at x = q (the P-mean of x).
@@ -369,6 +380,29 @@ class Discrete:
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
 
+    @cached_property
+    def _blocks(self) -> dict:
+        return {}
+
+    def mgf_blocks(self, r: int):
+        """The masses as blocks of r grid points for :func:`_log_mgf` (None when there are none):
+        (blocks (m, r), loss of the first mass, of the last, block starts and offsets relative to it).
+        Cached per r."""
+        if r not in self._blocks:
+            pos = np.flatnonzero(self.p > 0)
+            if pos.size == 0:
+                self._blocks[r] = None
+            else:
+                first, last = int(pos[0]), int(pos[-1]) + 1
+                p = self.p[first:last]
+                m = -(-p.size // r)
+                grid = np.zeros(m * r)
+                grid[: p.size] = p
+                base = (self.k0 + first + self.c) * self.h
+                top = base + (p.size - 1) * self.h
+                self._blocks[r] = (grid.reshape(m, r), base, top, np.arange(m) * (r * self.h), np.arange(r) * self.h)
+        return self._blocks[r]
+
 
 def _range(d: Direction, h: float, tail: float) -> tuple[int, int]:
     """Grid indices [j0, j1] covering all but ``tail`` P-mass on each side."""
@@ -407,34 +441,74 @@ def _bins(d: Direction, h: float, tail: float, nudge: np.ndarray | None = None):
     edges = np.arange(j0, j1 + 1) * h
     if nudge is not None and d.atoms is None:
         edges = edges + nudge * h
+    return (j0, *_masses(d, edges))
+
+
+#: Connect-the-dots nodes: every grid point where a step's loss has mass, every SPARSE-th one in its
+#: far tails (coarse bins holding at most SPARSE_MASS of P-mass; see :func:`discretise_upper`).
+SPARSE = 16
+SPARSE_MASS = 1e-10
+
+
+def _node_edges(d: Direction, h: float, tail: float) -> np.ndarray:
+    """Grid indices of the bin edges for :func:`discretise_upper` (increasing)."""
+    j0, j1 = _range(d, h, tail)
+    if j1 - j0 > MAX_STEP_GRID:
+        raise MemoryError(f"a step's loss range needs {j1 - j0} grid points (limit {MAX_STEP_GRID})")
+    if d.atoms is not None or j1 - j0 <= 8 * SPARSE:
+        return np.arange(j0, j1 + 1)
+    k = -(-(j1 - j0) // SPARSE)
+    coarse = j0 + SPARSE * np.arange(k + 1)
+    P = _masses(d, coarse * h)[0]
+    heavy = np.flatnonzero(P > SPARSE_MASS)
+    if heavy.size == 0:
+        return coarse
+    a, b = max(int(heavy[0]) - 1, 0), min(int(heavy[-1]) + 2, k)
+    return np.concatenate([coarse[:a], np.arange(coarse[a], coarse[b]), coarse[b:]])
+
+
+def _masses(d: Direction, edges: np.ndarray):
+    """Exact (P, Q) of the bins between consecutive ``edges`` (losses (e_i, e_{i+1}]), and the masses
+    below the first and above the last edge."""
     if d.atoms is not None:
         ell, p, q = d.atoms
-        idx = np.ceil(ell / h - 1e-12).astype(np.int64) - 1 - j0  # bin (jh, (j+1)h] containing ℓ
-        P = np.bincount(idx, weights=p, minlength=j1 - j0)[: j1 - j0]
-        Q = np.bincount(idx, weights=q, minlength=j1 - j0)[: j1 - j0]
-        return j0, P, Q, (0.0, 0.0), (0.0, 0.0)
+        idx = np.searchsorted(edges, ell, side="left") - 1  # bin (e_i, e_{i+1}] containing ℓ
+        inside = (idx >= 0) & (idx < edges.size - 1)
+        m = edges.size - 1
+        P = np.bincount(idx[inside], weights=p[inside], minlength=m)[:m]
+        Q = np.bincount(idx[inside], weights=q[inside], minlength=m)[:m]
+        below = (float(p[idx < 0].sum()), float(q[idx < 0].sum()))
+        above = (float(p[idx >= m].sum()), float(q[idx >= m].sum()))
+        return P, Q, below, above
     fp, fq, sp, sq = d.cdf(edges)
     upper = edges[:-1] >= d.median
     P = np.where(upper, sp[:-1] - sp[1:], fp[1:] - fp[:-1])
     Q = np.where(upper, sq[:-1] - sq[1:], fq[1:] - fq[:-1])
-    P, Q = np.maximum(P, 0.0), np.maximum(Q, 0.0)
-    below = (float(fp[0]), float(fq[0]))
-    above = (float(sp[-1]), float(sq[-1]))
-    return j0, P, Q, below, above
+    return np.maximum(P, 0.0), np.maximum(Q, 0.0), (float(fp[0]), float(fq[0])), (float(sp[-1]), float(sq[-1]))
 
 
 def discretise_upper(d: Direction, h: float, tail: float = 1e-30) -> Discrete:
-    """A dominating discrete PLD on the grid jh (connect the dots)."""
-    j0, P, Q, below, above = _bins(d, h, tail)
-    e_lo = (j0 + np.arange(P.size)) * h
+    """A dominating discrete PLD on the grid jh (connect the dots).
+
+    Each bin (a, b] between nodes sends its P-mass to its two end points in
+    the proportions that keep both its P- and Q-mass. The nodes are grid
+    points: all of them where the loss has mass, every SPARSE-th in the far
+    tails (a coarser bin is still connected soundly; it is only a little
+    less tight, on mass that hardly moves δ). Mass below the first node is
+    rounded up to it; mass above the last goes to +∞.
+    """
+    idx = _node_edges(d, h, tail)
+    j0 = int(idx[0])
+    P, Q, below, above = _masses(d, idx * h)
+    a = idx[:-1] * h
+    span = np.diff(idx) * h
     with np.errstate(all="ignore"):
-        qe = np.where(Q > 0, np.exp(np.log(np.where(Q > 0, Q, 1.0)) + e_lo), 0.0)  # Q_j e^{e_j}
-        v = (P - qe) / (-np.expm1(-h))  # P-mass sent to the upper end point
+        qe = np.where(Q > 0, np.exp(np.log(np.where(Q > 0, Q, 1.0)) + a), 0.0)  # Q_j e^{a_j}
+        v = (P - qe) / (-np.expm1(-span))  # P-mass sent to the upper end point
     v = np.clip(np.nan_to_num(v, nan=0.0, posinf=0.0), 0.0, P)
     u = P - v
-    w = np.zeros(P.size + 1)
-    w[:-1] += u
-    w[1:] += v
+    m = int(idx[-1]) - j0 + 1
+    w = np.bincount(idx[:-1] - j0, weights=u, minlength=m) + np.bincount(idx[1:] - j0, weights=v, minlength=m)
     w[0] += below[0]  # losses below the grid: rounded up to its first point
     return Discrete(h, j0, 0.0, w, float(d.p_inf + above[0]))
 
@@ -561,6 +635,10 @@ class Composed:
     move_mean: float = 0.0  # Σ over steps of the mean move of the lower discretisation
     move_var: float = 0.0  # Σ over steps of its variance
     move_b: float = 0.0  # the largest per-step mean move (Bernstein's one-sided bound)
+    #: Upper bounds only: δ(ε) is read for ε >= read_from (the window was cut there, see compose).
+    read_from: float = -np.inf
+    #: Relative error of e^G from the round-off in forming G (see compose).
+    g_rel: float = 0.0
 
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
@@ -598,30 +676,21 @@ def _log_mgf(d: Discrete, t: np.ndarray) -> np.ndarray:
     """
     t = np.asarray(t, float)
     flat = np.atleast_1d(t).ravel()
-    pos = np.flatnonzero(d.p > 0)
-    if pos.size == 0:
-        return np.full(t.shape, -np.inf)
-    first, last = int(pos[0]), int(pos[-1]) + 1
-    p = d.p[first:last]
-    base = (d.k0 + first + d.c) * d.h  # loss of p[0]
-    top = base + (p.size - 1) * d.h
-    out = np.empty(flat.shape)
+    # Block length r (a power of 2, for the cache): e^{|t|·r·h} <= e^{0.5}.
     tmax = float(np.max(np.abs(flat))) if flat.size else 0.0
-    # Block length: e^{|t|·r·h} <= e^{0.5} keeps the offset factors tame.
-    r = int(np.clip(0.5 / max(tmax * d.h, 1e-300), 1, 1024))
-    m = -(-p.size // r)
-    grid = np.zeros(m * r)
-    grid[: p.size] = p
-    grid = grid.reshape(m, r)
-    starts = np.arange(m) * (r * d.h)  # block starts, relative to base
-    offs = np.arange(r) * d.h
+    r = 1 << int(np.clip(np.floor(np.log2(0.5 / max(tmax * d.h, 1e-300))), 0, 10))
+    blocks = d.mgf_blocks(r)
+    if blocks is None:
+        return np.full(t.shape, -np.inf)
+    grid, base, top, starts, offs = blocks
+    out = np.empty(flat.shape)
     with np.errstate(under="ignore", divide="ignore", over="ignore"):
-        for sign in (1, -1):
-            sel = flat > 0 if sign > 0 else flat <= 0
+        for positive in (True, False):
+            sel = flat > 0 if positive else flat <= 0
             ts = flat[sel]
             if ts.size == 0:
                 continue
-            ref = top - base if sign > 0 else 0.0  # dominant end, relative to base
+            ref = top - base if positive else 0.0  # dominant end, relative to base
             inner = grid @ np.exp(np.outer(offs, ts))  # (m, n_t): Σ_k p_jk e^{t k h}
             outer = np.exp(np.outer(starts - ref, ts))  # e^{t (b_j − ref)} <= e^{|t| r h}
             out[sel] = ts * (base + ref) + np.log(np.einsum("jt,jt->t", outer, inner))
@@ -683,21 +752,28 @@ def _int_power(z: np.ndarray, t: int) -> np.ndarray:
 _CHERNOFF_TS = np.geomspace(0.02, 100.0, 10)
 
 
-def _best_chernoff(f, log_eta: float) -> float:
-    """min over t > 0 of (f(t) − log η)/t for a convex f with f(0) <= 0: a Chernoff tail bound.
+def _best_chernoff(f, log_eta: float) -> np.ndarray:
+    """For each of k convex functions f_i with f_i(0) <= 0, min over t > 0 of (f_i(t) − log η)/t:
+    Chernoff tail bounds. ``f(ts)`` returns a (k, len(ts)) array.
 
     Every t tried gives a valid bound; a geometric grid (ratio 2.6) and a
-    finer one around its best point (two vectorised calls of f) find a good one.
+    finer one around each best point (two vectorised calls of f) find a good one.
     """
-    best = np.inf
-    ts = _CHERNOFF_TS
+    ts = np.broadcast_to(_CHERNOFF_TS, (1, _CHERNOFF_TS.size))
+    best = None
     for _ in range(2):
         with np.errstate(all="ignore"):
             vals = (f(ts) - log_eta) / ts
         vals = np.where(np.isfinite(vals), vals, np.inf)
-        i = int(np.argmin(vals))
-        best = min(best, float(vals[i]))
-        ts = np.geomspace(ts[max(i - 1, 0)], ts[min(i + 1, ts.size - 1)], 7)[1:-1]
+        i = np.argmin(vals, axis=1)
+        rows = np.arange(vals.shape[0])
+        got = vals[rows, i]
+        best = got if best is None else np.minimum(best, got)
+        if ts.shape[0] == 1:
+            ts = np.broadcast_to(ts, (vals.shape[0], ts.shape[1]))
+        lo = ts[rows, np.maximum(i - 1, 0)]
+        hi = ts[rows, np.minimum(i + 1, ts.shape[1] - 1)]
+        ts = np.exp(np.linspace(np.log(lo), np.log(hi), 7, axis=1))[:, 1:-1]
     return best
 
 
@@ -706,12 +782,23 @@ def compose(
     lam: float = 0.0,
     eta: float = 1e-18,
     max_size: int = MAX_GRID,
+    cut: float | None = None,
+    cut_eta: float = 1e-18,
 ) -> Composed:
     """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
 
     The window [x_lo, x_hi] holds all but ``eta`` of the tilted finite mass
     on each side (Chernoff bounds computed from the discrete steps); mass
     beyond it may wrap around and is accounted for.
+
+    ``cut`` (for upper bounds only): start the window at ``cut`` instead, as
+    long as it stays at least log(1/``cut_eta``)/λ wide. Mass below it then
+    wraps around onto the top of the window, which can only *raise* δ — an
+    upper bound stays sound — and raises it by little: P-mass at x lands at
+    x + W (W the window's width) where δ weighs it e^{−λW} times its own
+    mass, at most e^{−λW} <= ``cut_eta`` in all. δ is then read only for
+    ε >= cut (``read_from``): the mass between ε and the cut is not in the
+    window.
     """
     h = parts[0][0].h
     c_total = sum(t * d.c for d, t in parts)
@@ -723,24 +810,50 @@ def compose(
         return _parts_log_mgf(parts, t)
 
     # Each step tilted by λ and normalised; G = Σ T_j·log Σ p e^{λℓ} is the very constant divided
-    # out, so that true masses are tilted ones times e^{G − λℓ} up to the round-off of the tilt.
+    # out, so that true masses are tilted ones times e^{G − λℓ} up to the round-off of the tilt:
+    # per entry, relative u·(|log p| + |λℓ| + |lw| + |lw − max| + 2) (the logarithm, product and
+    # sum forming lw, the shift, exp, the division), carried as an error vector into the round-off
+    # bound; and in G, u·(|max| + |log s| + 2) per step, carried as a relative error of δ (g_rel).
+    u = float(np.finfo(float).eps)
     tilted = []
+    tilt_err = []
     g_lam = 0.0
+    g_rel = 0.0
     for d, t in parts:
         w = d.p
+        err = u * np.linalg.norm(w) * 2.0  # untilted: the masses as given (no rounding beyond this)
         if lam > 0:
             with np.errstate(divide="ignore", under="ignore"):
-                lw = np.log(d.p) + lam * d.losses()
-            lse = float(special.logsumexp(lw))
-            w = np.exp(lw - lse)
+                logp = np.log(d.p)
+                lw = logp + lam * d.losses()
+            mx = float(np.max(lw))
+            with np.errstate(under="ignore", invalid="ignore"):
+                e = np.exp(lw - mx)
+            total = float(e.sum())
+            w = e / total
+            lse = mx + float(np.log(total))
             g_lam += t * lse
+            g_rel += t * u * (abs(mx) + abs(np.log(total)) + 2.0)
+            pos = w > 0
+            rel = u * (np.abs(logp[pos]) + np.abs(lam * d.losses()[pos]) + np.abs(lw[pos]) + (mx - lw[pos]) + 2.0)
+            err = float(np.linalg.norm(w[pos] * rel))
         tilted.append(w)
+        tilt_err.append(err)
+
     # Window from the tilted measure alone (λ = 0: the untilted one): log E~[e^{tS}] = logm(λ+t) − G.
     # Any tilted mass W~ beyond it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε}
     # (the mass missing above the window plus its wrapped copy), for every ε inside it.
-    up_t = _best_chernoff(lambda t: logm(lam + t) - g_lam, np.log(eta_t))
-    lo_t = _best_chernoff(lambda t: logm(lam - t) - g_lam, np.log(eta_t))
+    def both(ts):  # rows: upper tail (λ + t), lower tail (λ − t); one log-MGF call
+        ts = np.broadcast_to(ts, (2, ts.shape[1]))
+        return logm(np.stack([lam + ts[0], lam - ts[1]])) - g_lam
+
+    up_t, lo_t = _best_chernoff(both, np.log(eta_t))
     x_hi, x_lo = up_t, -lo_t
+    read_from = -np.inf
+    if cut is not None and lam > 0:
+        top_cut = min(float(cut), x_hi + np.log(cut_eta) / lam)  # keeps λ·W >= log(1/cut_eta)
+        if top_cut > x_lo + h:
+            x_lo = read_from = top_cut
     k_lo = int(np.floor(x_lo / h)) - 1
     k_hi = max(int(np.ceil(x_hi / h)) + 1, k_lo + 2)
     n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
@@ -748,10 +861,10 @@ def compose(
         raise MemoryError(f"PLD grid of {n} points exceeds the limit {max_size}")
     spec = None
     p_inf_keep = 1.0
-    norms = []  # (times, Euclidean norm of the tilted step vector)
-    for (d, t), w in zip(parts, tilted):
+    norms = []  # (times, Euclidean norm of the tilted step vector, of its tilt error)
+    for (d, t), w, err in zip(parts, tilted, tilt_err):
         idx = (d.k0 + np.arange(d.p.size)) % n
-        norms.append((t, float(np.linalg.norm(w))))
+        norms.append((t, float(np.linalg.norm(w)), err))
         f = _int_power(sfft.rfft(np.bincount(idx, weights=w, minlength=n)), t)
         spec = f if spec is None else spec * f
         p_inf_keep *= (1.0 - d.p_inf) ** t
@@ -775,6 +888,8 @@ def compose(
         move_mean,
         move_var,
         move_b,
+        read_from,
+        float(np.expm1(g_rel)),
     )
 
 
@@ -784,32 +899,30 @@ def compose(
 FFT_ERROR_PER_LEVEL = 10.0
 
 
-def _roundoff_l2(n: int, norms: list[tuple[int, float]], out_norm: float) -> float:
+def _roundoff_l2(n: int, norms: list[tuple[int, float, float]], out_norm: float) -> float:
     """A bound on the Euclidean norm of the round-off error of the composed tilted masses.
 
-    Each tilted step x_j (||x_j||_1 <= 1, so every Fourier coefficient has modulus <= 1) is
-    transformed with error at most κ·√n·||x_j||_2 (κ = FFT_ERROR_PER_LEVEL·u·log2 n, u the
-    unit round-off), after a tilt with relative error 4u per entry; raising to the power T_j
-    multiplies a coefficient's error by at most T_j·(1 + error)^{T_j−1}; the power itself errs
+    Each tilted step x_j (||x_j||_1 <= 1, so every Fourier coefficient has modulus <= 1), itself off
+    by a vector of Euclidean norm e_j from the tilt (:func:`compose`), is transformed with error
+    at most κ·√n·||x_j||_2 (κ = FFT_ERROR_PER_LEVEL·u·log2 n, u = 2^-52); raising to the power
+    T_j multiplies a coefficient's error by at most T_j·(1 + error)^{T_j−1}; the power itself errs
     by at most u·(1/e + (π T_j + 1)|coefficient|) (exp/log, or (T_j − 1)·√5·u relative by
     repeated squaring, :func:`_int_power`); products of parts add u each; the
     inverse transform (1/√n in norm) adds κ·||y||_2. In all,
 
-        ||Δy||_2 <= g·(κ + 4u)·Σ T_j ||x_j||_2 + (κ + u·(π ΣT_j + 2·parts + 1))·||y||_2 + u·parts/e,
+        ||Δy||_2 <= g·Σ T_j (κ ||x_j||_2 + e_j) + (κ + u·(π ΣT_j + 2·parts + 1))·||y||_2 + u·parts/e,
 
-    g = exp(max_j T_j·κ·√n·||x_j||_2) (about 1). Clipping negative outputs to 0 only shrinks
-    errors. δ reads the masses with weights w_i <= e^{G−λℓ_i}, so its error is at most
+    g = exp(max_j T_j·√n·(κ||x_j||_2 + e_j)) (about 1). Clipping negative outputs to 0 only
+    shrinks errors. δ reads the masses with weights w_i <= e^{G−λℓ_i}, so its error is at most
     ||w||_2 times this (Cauchy–Schwarz): see :func:`_delta_parts`.
     """
     u = float(np.finfo(float).eps)
     kappa = FFT_ERROR_PER_LEVEL * u * np.log2(max(n, 2))
-    s = sum(t * x for t, x in norms)
-    t_all = sum(t for t, _ in norms)
-    grow = float(np.exp(min(max(t * kappa * np.sqrt(n) * x for t, x in norms), 700.0)))
+    s = sum(t * (kappa * x + e) for t, x, e in norms)
+    t_all = sum(t for t, _, _ in norms)
+    grow = float(np.exp(min(max(t * np.sqrt(n) * (kappa * x + e) for t, x, e in norms), 700.0)))
     k = len(norms)
-    return float(
-        grow * (kappa + 4 * u) * s + (kappa + u * (np.pi * t_all + 2 * k + 1)) * out_norm * (1 + 1e-6) + u * k / np.e
-    )
+    return float(grow * s + (kappa + u * (np.pi * t_all + 2 * k + 1)) * out_norm * (1 + 1e-6) + u * k / np.e)
 
 
 # ---------------------------------------------------------------------------
@@ -826,17 +939,37 @@ def _geometric(rate: float, x0: float, h: float, m: int) -> np.ndarray:
     return out.ravel()[:m]
 
 
-def _suffix_sum(w: np.ndarray, out: np.ndarray) -> None:
-    """out[i] = Σ_{j >= i} w[j] for i < w.size (``out`` has one more entry, left as it is)."""
-    rev = np.cumsum(w[::-1])
-    out[: w.size] = rev[::-1]
+_SUFFIX_BLOCK = 512
+
+
+def _suffix_sum(w: np.ndarray, out: np.ndarray) -> float:
+    """out[i] = Σ_{j >= i} w[j] for i < w.size (``out`` has one more entry, left as it is); returns
+    a bound on the relative error of every entry, for w >= 0.
+
+    Summed in two levels — within blocks of B, then over the k block sums — so each entry is a
+    sum of at most B + k + 1 rounded terms (relative error <= (B + k + 1)·u), not of up to m.
+    """
+    m = w.size
+    if m == 0:
+        return 0.0
+    k = -(-m // _SUFFIX_BLOCK)
+    pad = np.zeros(k * _SUFFIX_BLOCK)
+    pad[:m] = w
+    within = np.cumsum(pad.reshape(k, _SUFFIX_BLOCK)[:, ::-1], axis=1)[:, ::-1]
+    after = np.zeros(k)
+    after[:-1] = np.cumsum(within[:0:-1, 0])[::-1]  # Σ of the blocks after each block
+    out[:m] = (within + after[:, None]).ravel()[:m]
+    return float((_SUFFIX_BLOCK + k + 2) * np.finfo(float).eps)
 
 
 def _tail_sums(cp: Composed, floor: float = 0.0):
     """Losses > f (f = ``floor``), suffix sums of p̃e^{−λ(ℓ−f)} and p̃e^{−(λ+1)(ℓ−f)}, and bounds on
-    the Euclidean norms of the suffixes of e^{−λ(ℓ−f)} (terms <= 1; each with a final 0 entry).
+    the Euclidean norms of the suffixes of e^{−λ(ℓ−f)} (terms <= 1; each with a final 0 entry),
+    and a bound on the relative round-off of the suffix sums as δ reads them.
 
     The losses are a regular grid, so the suffix norm from ℓ_i is at most e^{−λ(ℓ_i−f)}/√(1 − e^{−2λh}).
+    The weights e^{−λ(ℓ−f)}, e^{−(ℓ−f)} err by at most u·((λ + 1)(ℓ − f) + 3) relative (their
+    arguments and :func:`_geometric`), e^{G−λf} by u·(|G − λf| + 1), the sums by :func:`_suffix_sum`.
     """
     ell = cp.losses()
     first = int(np.searchsorted(ell, floor, side="right"))  # losses increase: those > f are a suffix
@@ -847,12 +980,14 @@ def _tail_sums(cp: Composed, floor: float = 0.0):
     a = np.zeros(m + 1)
     b = np.zeros(m + 1)
     w = pt * e1
-    _suffix_sum(w, a)
-    _suffix_sum(w * _geometric(-1.0, x0, cp.h, m), b)
+    rel = max(_suffix_sum(w, a), _suffix_sum(w * _geometric(-1.0, x0, cp.h, m), b))
     r = np.zeros(m + 1)
     with np.errstate(divide="ignore"):
         r[:m] = e1 / np.sqrt(-np.expm1(-2.0 * cp.lam * cp.h)) if cp.lam > 0 else np.sqrt(np.arange(m, 0, -1.0))
-    return ell, a, b, r, floor
+    u = float(np.finfo(float).eps)
+    span = float(ell[-1] - floor) if m else 0.0
+    rel += u * ((cp.lam + 1.0) * span + abs(cp.g - cp.lam * floor) + 8.0) + cp.g_rel
+    return ell, a, b, r, floor, rel
 
 
 def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
@@ -860,16 +995,18 @@ def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
 
     δ(ε) = e^G Σ_{ℓ>ε} p̃ e^{−λℓ}(1 − e^{ε−ℓ}); the allowance bounds the
     round-off (the error vector's norm times that of the weights e^{G−λℓ}
-    over ℓ > ε) and the tilted mass that may have wrapped (2·W~·e^{G−λε}
-    for ε up to the top of the window).
+    over ℓ > ε), the tilted mass that may have wrapped (2·W~·e^{G−λε}
+    for ε up to the top of the window), and the round-off of the sums and
+    weights δ is read with (relative; |a − e^{ε−f}b| + their errors <= 2a·rel,
+    as e^{ε−f}b <= a, whatever ε in the segment).
     """
-    ell, a, b, r, f = tails
+    ell, a, b, r, f, rel = tails
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         scale = np.exp(cp.g - cp.lam * f)
         core = scale * np.maximum(a[i] - np.exp(eps - f) * b[i], 0.0)
         top = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h
         reach = np.minimum(eps, top)
-        allow = scale * cp.roundoff * r[i] + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
+        allow = scale * (cp.roundoff * r[i] + 2.0 * rel * a[i]) + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
     return np.nan_to_num(core, nan=np.inf, posinf=np.inf), np.nan_to_num(allow, nan=np.inf, posinf=np.inf)
 
 
@@ -889,6 +1026,10 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
     For the lower bound (sign −1) the answer is the end of the last ε >= floor
     where the lower δ-curve is above ``delta`` (``floor`` when there is none).
     """
+    if sign > 0:
+        floor = max(floor, cp.read_from)
+    elif np.isfinite(cp.read_from):
+        raise ValueError("a window cut for an upper bound cannot give a lower bound")
     tails = _tail_sums(cp, floor)
     ell = tails[0]
     delta = np.atleast_1d(np.asarray(delta, float))
@@ -977,7 +1118,7 @@ class Interval:
 def _tail_for(mechs, delta_min: float) -> float:
     """Per-step P-mass left outside the grid: at most 1e-6·δ in total over all steps."""
     total = sum(t for _, t in mechs)
-    return float(min(max(1e-6 * delta_min / max(total, 1), 1e-300), 1e-12))
+    return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
 
 
 def _discretised(
@@ -1007,10 +1148,14 @@ def _discretised(
     return out
 
 
-def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None) -> np.ndarray:
+def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None) -> np.ndarray:
     """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
     each composed with the tilt for its δ. The answer for the mechanism is the maximum over
     directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
+
+    ``cut`` (upper bounds; one per δ): a certified lower bound on the mechanism's ε. The windows
+    start there (:func:`compose`), so a direction's upper bound is never reported below it — which
+    cannot change the maximum over directions, as the mechanism's ε is at least ``cut``.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
@@ -1027,8 +1172,10 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None) -> np.nd
             # Wrap-around allowances of about 1e-8·δ: untilted η = 1e-8·δ; tilted η small enough at
             # ε down to half the Chernoff estimate (allowance e^{G−λε}·2η; see choose_tilt).
             level = max(v for (l_, v) in chosen if l_ == lam)
-            eta_t = float(np.clip(1e-8 * dl.min() * np.exp(-level), 1e-300, 1e-8))
-            cp = compose(parts, lam=float(lam), eta=eta_t)
+            eta_t = float(np.clip(1e-10 * dl.min() * np.exp(-level), 1e-300, 1e-10))
+            c_ = None if cut is None or sign < 0 else float(np.min(np.broadcast_to(cut, delta.shape)[sel])) - 2 * h
+            # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
+            cp = compose(parts, lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()))
             if sign > 0:
                 eps = epsilon_at(cp, dl, sign)
             else:
@@ -1057,26 +1204,30 @@ def _eps_one(mechs, delta, h: float, kind: str, guess=None) -> np.ndarray:
     return np.nanmax(_eps_dirs(mechs, delta, h, kind, guess), axis=0)
 
 
-def _upper_dirs(mechs, delta, h: float, guess=None, coarse: int = 4) -> tuple[np.ndarray, np.ndarray]:
+def _upper_dirs(
+    mechs, delta, h: float, guess=None, h_other: float | None = None, cut=None
+) -> tuple[np.ndarray, np.ndarray]:
     """Upper bounds per direction and the spacing each was computed at.
 
     Direction 0 (remove, for subsampled mechanisms) usually dominates, so it
-    is computed at ``h`` and the others at ``coarse``·h; an upper bound at any
-    spacing is sound, so a coarse one that stays below direction 0 settles
-    its direction. Those that do not are recomputed at ``h``.
+    is computed at ``h`` and the others at ``h_other`` (default 4·h); an
+    upper bound at any spacing is sound, so a coarse one that stays below
+    direction 0 settles its direction. Those that do not are recomputed at
+    ``h``. ``cut``: see :func:`_eps_dirs`.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     n_dir = max(len(m) for m, _ in mechs)
-    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0])
+    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut)
     hs = np.full(n_dir, float(h))
     if n_dir > 1:
         others = list(range(1, n_dir))
-        coarse_vals = _eps_dirs(mechs, delta, coarse * h, "upper", guess, dirs=others)
+        h_other = h_other or 4 * h
+        coarse_vals = _eps_dirs(mechs, delta, h_other, "upper", guess, dirs=others, cut=cut)
         vals[others] = coarse_vals[others]
-        hs[others] = coarse * h
+        hs[others] = h_other
         redo = [k for k in others if np.any(vals[k] >= vals[0])]
         if redo:
-            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo)[redo]
+            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut)[redo]
             hs[redo] = h
     return vals, hs
 
@@ -1115,6 +1266,12 @@ def delta_interval(mechs, eps, h: float):
 #: Smallest δ the PLD engine answers for: below it, floating-point round-off in
 #: the FFT (about 1e-16 per grid point) is no longer negligible next to δ.
 MIN_DELTA = 1e-12
+
+#: The upper end is computed on a grid no coarser than this (1e-3/16). Both ends are connect-the-dots
+#: bounds whose error is second order in h, so on this grid the upper end is about 0.4× as far
+#: above the true ε as a bound on a 1e-4 grid (the spacing peers such as dp-accounting use): an
+#: upper end no looser than theirs, whatever interval width is asked for.
+UPPER_H = 1e-3 / 16
 
 #: Default interval width: at most 0.1 % of ε, or 1e-3 absolute for small ε.
 REL_WIDTH = 1e-3
@@ -1189,14 +1346,30 @@ def epsilon(
     h0 = h0 or initial_h(mechs, clamp=coarse_ok)
     # Per direction: upper bounds and their spacings (the mechanism's bound is the maximum), and
     # lower bounds for the directions that dominate (any one direction's lower bound is sound).
-    up_dir, h_dir = _upper_dirs(mechs, delta, h0)
+    # Direction 0's lower bound comes first: the upper ends' windows start at it (the cut of
+    # compose), which saves the part of the grid below the answer.
     h_lo = h0
+    lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0])
+
+    def cut():
+        return np.nanmax(lo_dir, axis=0)
+
+    h_up = min(h0, UPPER_H)
+    try:
+        up_dir, h_dir = _upper_dirs(mechs, delta, h_up, h_other=4 * h0, cut=cut())
+    except MemoryError:
+        h_up = h0  # the finer grid does not fit: the upper end starts where the lower one does
+        up_dir, h_dir = _upper_dirs(mechs, delta, h_up, cut=cut())
 
     def dominant() -> list[int]:
         return sorted(set(np.argmax(up_dir, axis=0).tolist()))
 
-    lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=dominant())
-    moved = {"upper": np.inf, "lower": np.inf}
+    more = [k for k in dominant() if k != 0]
+    if more:
+        lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more)[more]
+    # A side not yet refined goes first — except an upper end that started on the finer grid: its
+    # error is far below the width asked for, so the lower end is refined before it.
+    moved = {"upper": np.inf if h_up >= h0 else 0.0, "lower": np.inf}
     stuck: set = set()
     for _ in range(24):
         up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
@@ -1212,7 +1385,7 @@ def epsilon(
         try:
             if kind == "upper":
                 for k in dominant():
-                    new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k])[k]
+                    new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k], cut=cut())[k]
                     h_dir[k] /= 2
                     up_dir[k] = np.minimum(up_dir[k], new)
                 moved[kind] = float(np.max(up - up_dir.max(axis=0)))

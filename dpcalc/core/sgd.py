@@ -208,8 +208,8 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp", sampling: 
 def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
     """PLD upper bound only, on the starting grid of the full answer: sound at any h, and cheap — for searches.
 
-    The full answer refines from the same grid and keeps the smaller upper
-    bound, so a value this search accepts always passes the re-check.
+    The re-check (:func:`_checked_eps`) keeps the smaller of this and the full
+    answer's upper bound, so a value this search accepts always passes it.
     """
     from . import pld
 
@@ -226,6 +226,16 @@ def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
         except (MemoryError, ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
             out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
     return out
+
+
+def _checked_eps(accountant, q, s, t, d, sampling: str = "poisson"):
+    """ε of a search's answer by the full accountant; for PLD the smaller of the full answer's upper
+    bound and the search's own (both sound), so an accepted point always passes."""
+    eps = ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
+    if accountant == "pld":
+        ok = np.isfinite(eps)  # where the full answer failed, it stays failed (NaN)
+        eps = np.where(ok, np.minimum(np.where(ok, eps, 0.0), _pld_upper_fast(q, s, t, d, sampling)), eps)
+    return eps
 
 
 def _search_eps(accountant, q, s, t, d, sampling: str = "poisson"):
@@ -330,7 +340,7 @@ def solve_sigma(
     lo_ok = ok(lo)
     good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
     good = np.where(lo_ok, lo, good)
-    eps = ACCOUNTANTS[accountant].epsilon(q, good, t, d, sampling=sampling)
+    eps = _checked_eps(accountant, q, good, t, d, sampling)
     return Solution(good, eps, found & (eps <= target))
 
 
@@ -374,7 +384,7 @@ def solve_steps(
     good, _ = bisect_predicate(ok, ok=base, bad=top, atol=0.5, rtol=0.0, max_iter=80)
     good = np.floor(good)
     good = np.where(top_ok, top, good)
-    eps = ACCOUNTANTS[accountant].epsilon(q, s, np.maximum(good, 1.0), d, sampling=sampling)
+    eps = _checked_eps(accountant, q, s, np.maximum(good, 1.0), d, sampling)
     good = np.where(one_ok, good, 0.0)
     return Solution(good, np.where(one_ok, eps, np.nan), one_ok & (eps <= target))
 
@@ -400,7 +410,7 @@ def solve_batch_size(
         b = np.clip(np.floor(b), 1.0, n)
         t = np.ceil(e * n / b - 1e-9)
         if full:
-            return ACCOUNTANTS[accountant].epsilon(b / n, s, np.maximum(t, 1.0), d, sampling=sampling)
+            return _checked_eps(accountant, b / n, s, np.maximum(t, 1.0), d, sampling)
         return _search_eps(accountant, b / n, s, np.maximum(t, 1.0), d, sampling)
 
     def ok(b):

@@ -1,0 +1,31 @@
+"""Keep freed large arrays in the process heap (glibc only; a no-op elsewhere).
+
+glibc's malloc serves every block over its mmap threshold (128 KiB at start)
+with a fresh mapping and unmaps it on free, so the next array of that size
+page-faults all its memory in again. The PLD engine allocates and frees
+arrays of 10^5–10^6 doubles dozens of times per answer; those faults were
+about a third of its time. Raising the mmap threshold to glibc's largest
+(32 MiB) and the trim threshold keeps such blocks in the heap for reuse.
+The setting is process-wide, so it is applied by the command-line entry
+point (and by the benchmarks, for every tool they time), never on import.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+
+
+def keep_freed_memory() -> bool:
+    """Apply the setting; True when the C library took it."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(_M_TRIM_THRESHOLD, 256 << 20))
