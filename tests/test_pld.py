@@ -428,8 +428,13 @@ def test_a_cut_window_gives_the_same_upper_bound_and_never_claims_below_the_cut(
     # A cut above the answer: the window holds nothing about ε below it, so that is all it can say.
     high = pld.compose(parts, lam=lam, eta=1e-15, cut=e_full + 0.5, cut_eta=1e-14)
     assert pld.epsilon_at(high, [1e-5], 1.0)[0] >= high.read_from >= e_full
-    with pytest.raises(ValueError):
-        pld.epsilon_at(high, [1e-5], -1.0)  # and it gives no lower bound
+    # A lower bound read from it finds nothing above the cut and claims nothing.
+    (_, lparts), *_ = pld._discretised(mechs, 2.5e-4, "lower", 1e-16, dirs=[0])
+    lo_high = pld.compose(lparts, lam=lam, eta=1e-15, cut=e_full + 0.5, cut_eta=1e-14)
+    assert pld.epsilon_at(lo_high, [1e-5], -1.0)[0] == -np.inf
+    lo_cut = pld.compose(lparts, lam=lam, eta=1e-15, cut=e_full - 0.3, cut_eta=1e-14)
+    lo_full = pld.compose(lparts, lam=lam, eta=1e-15)
+    assert pld.epsilon_at(lo_cut, [1e-5], -1.0)[0] == pytest.approx(pld.epsilon_at(lo_full, [1e-5], -1.0)[0], rel=1e-7)
 
 
 def test_blocked_log_mgf_matches_direct_sums():

@@ -635,8 +635,10 @@ class Composed:
     move_mean: float = 0.0  # Σ over steps of the mean move of the lower discretisation
     move_var: float = 0.0  # Σ over steps of its variance
     move_b: float = 0.0  # the largest per-step mean move (Bernstein's one-sided bound)
-    #: Upper bounds only: δ(ε) is read for ε >= read_from (the window was cut there, see compose).
+    #: δ(ε) is read for ε >= read_from only (the window was cut there, see compose) ...
     read_from: float = -np.inf
+    #: ... and mass from below the cut, wrapped onto the window, adds at most this to δ.
+    alias: float = 0.0
     #: Relative error of e^G from the round-off in forming G (see compose).
     g_rel: float = 0.0
 
@@ -791,12 +793,12 @@ def compose(
     on each side (Chernoff bounds computed from the discrete steps); mass
     beyond it may wrap around and is accounted for.
 
-    ``cut`` (for upper bounds only): start the window at ``cut`` instead, as
-    long as it stays at least log(1/``cut_eta``)/λ wide. Mass below it then
-    wraps around onto the top of the window, which can only *raise* δ — an
-    upper bound stays sound — and raises it by little: P-mass at x lands at
-    x + W (W the window's width) where δ weighs it e^{−λW} times its own
-    mass, at most e^{−λW} <= ``cut_eta`` in all. δ is then read only for
+    ``cut``: start the window at ``cut`` instead, as long as it stays at
+    least log(1/``cut_eta``)/λ wide. Mass below it then wraps around onto
+    the top of the window, which can only *raise* δ — by little: P-mass at
+    x lands at x + W (W the window's width) where δ weighs it e^{−λW} times
+    its own mass, at most e^{−λW} <= ``cut_eta`` in all (``alias``; an upper
+    bound may keep it, a lower bound subtracts it). δ is then read only for
     ε >= cut (``read_from``): the mass between ε and the cut is not in the
     window.
     """
@@ -849,11 +851,12 @@ def compose(
 
     up_t, lo_t = _best_chernoff(both, np.log(eta_t))
     x_hi, x_lo = up_t, -lo_t
-    read_from = -np.inf
+    read_from, alias = -np.inf, 0.0
     if cut is not None and lam > 0:
         top_cut = min(float(cut), x_hi + np.log(cut_eta) / lam)  # keeps λ·W >= log(1/cut_eta)
         if top_cut > x_lo + h:
             x_lo = read_from = top_cut
+            alias = float(np.exp(-lam * (x_hi - x_lo)))
     k_lo = int(np.floor(x_lo / h)) - 1
     k_hi = max(int(np.ceil(x_hi / h)) + 1, k_lo + 2)
     n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
@@ -889,6 +892,7 @@ def compose(
         move_var,
         move_b,
         read_from,
+        alias,
         float(np.expm1(g_rel)),
     )
 
@@ -946,19 +950,22 @@ def _suffix_sum(w: np.ndarray, out: np.ndarray) -> float:
     """out[i] = Σ_{j >= i} w[j] for i < w.size (``out`` has one more entry, left as it is); returns
     a bound on the relative error of every entry, for w >= 0.
 
-    Summed in two levels — within blocks of B, then over the k block sums — so each entry is a
-    sum of at most B + k + 1 rounded terms (relative error <= (B + k + 1)·u), not of up to m.
+    Running sums from the top, in two levels — within blocks of B, then over the k block sums —
+    so each entry is a sum of at most B + k + 1 rounded terms (relative error <= (B + k + 1)·u),
+    not of up to m.
     """
     m = w.size
     if m == 0:
         return 0.0
     k = -(-m // _SUFFIX_BLOCK)
-    pad = np.zeros(k * _SUFFIX_BLOCK)
-    pad[:m] = w
-    within = np.cumsum(pad.reshape(k, _SUFFIX_BLOCK)[:, ::-1], axis=1)[:, ::-1]
-    after = np.zeros(k)
-    after[:-1] = np.cumsum(within[:0:-1, 0])[::-1]  # Σ of the blocks after each block
-    out[:m] = (within + after[:, None]).ravel()[:m]
+    buf = np.empty(k * _SUFFIX_BLOCK)
+    buf[:m] = w[::-1]  # from the top down, so that prefix sums of buf are suffix sums of w
+    buf[m:] = 0.0
+    blk = buf.reshape(k, _SUFFIX_BLOCK)
+    np.cumsum(blk, axis=1, out=blk)
+    if k > 1:
+        blk[1:] += np.cumsum(blk[:-1, -1])[:, None]  # plus everything in the blocks above
+    out[:m] = buf[m - 1 :: -1]
     return float((_SUFFIX_BLOCK + k + 2) * np.finfo(float).eps)
 
 
@@ -971,17 +978,19 @@ def _tail_sums(cp: Composed, floor: float = 0.0):
     The weights e^{−λ(ℓ−f)}, e^{−(ℓ−f)} err by at most u·((λ + 1)(ℓ − f) + 3) relative (their
     arguments and :func:`_geometric`), e^{G−λf} by u·(|G − λf| + 1), the sums by :func:`_suffix_sum`.
     """
-    ell = cp.losses()
-    first = int(np.searchsorted(ell, floor, side="right"))  # losses increase: those > f are a suffix
-    ell, pt = ell[first:], cp.p[first:]
+    # Losses increase, so those > f are a suffix: its first index, from the grid (then checked).
+    first = int(np.clip(np.floor(floor / cp.h - cp.k0 - cp.c) - 1, 0, cp.p.size)) if np.isfinite(floor) else 0
+    while first < cp.p.size and (cp.k0 + first + cp.c) * cp.h <= floor:
+        first += 1
+    ell = (cp.k0 + np.arange(first, cp.p.size) + cp.c) * cp.h
+    pt = cp.p[first:]
     m = ell.size
     x0 = float(ell[0] - floor) if m else 0.0
     e1 = _geometric(-cp.lam, x0, cp.h, m)
-    a = np.zeros(m + 1)
-    b = np.zeros(m + 1)
+    a, b, r = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
+    a[m] = b[m] = r[m] = 0.0
     w = pt * e1
     rel = max(_suffix_sum(w, a), _suffix_sum(w * _geometric(-1.0, x0, cp.h, m), b))
-    r = np.zeros(m + 1)
     with np.errstate(divide="ignore"):
         r[:m] = e1 / np.sqrt(-np.expm1(-2.0 * cp.lam * cp.h)) if cp.lam > 0 else np.sqrt(np.arange(m, 0, -1.0))
     u = float(np.finfo(float).eps)
@@ -1007,6 +1016,7 @@ def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
         top = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h
         reach = np.minimum(eps, top)
         allow = scale * (cp.roundoff * r[i] + 2.0 * rel * a[i]) + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
+        allow = allow + cp.alias
     return np.nan_to_num(core, nan=np.inf, posinf=np.inf), np.nan_to_num(allow, nan=np.inf, posinf=np.inf)
 
 
@@ -1024,12 +1034,13 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
     """Smallest ε >= ``floor`` at which δ(ε) (with allowances per ``sign``) is at most ``delta``.
 
     For the lower bound (sign −1) the answer is the end of the last ε >= floor
-    where the lower δ-curve is above ``delta`` (``floor`` when there is none).
+    where the lower δ-curve is above ``delta`` (``floor`` when there is none —
+    or −∞, no claim, when the window was cut above ``floor``: it knows
+    nothing below the cut).
     """
-    if sign > 0:
-        floor = max(floor, cp.read_from)
-    elif np.isfinite(cp.read_from):
-        raise ValueError("a window cut for an upper bound cannot give a lower bound")
+    no_claim = floor
+    if cp.read_from > floor:
+        floor, no_claim = cp.read_from, -np.inf
     tails = _tail_sums(cp, floor)
     ell = tails[0]
     delta = np.atleast_1d(np.asarray(delta, float))
@@ -1079,7 +1090,7 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
                 last = int(block[over[-1]]) if over.size else -1
                 end = int(block[0])
             if last < 0:
-                out[k] = floor
+                out[k] = no_claim
                 continue
             j = last + 1
             if j >= pts.size:
@@ -1153,9 +1164,10 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None
     each composed with the tilt for its δ. The answer for the mechanism is the maximum over
     directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
 
-    ``cut`` (upper bounds; one per δ): a certified lower bound on the mechanism's ε. The windows
-    start there (:func:`compose`), so a direction's upper bound is never reported below it — which
-    cannot change the maximum over directions, as the mechanism's ε is at least ``cut``.
+    ``cut`` (one per δ): a certified lower bound on the mechanism's ε. The windows start there
+    (:func:`compose`), so a direction's upper bound is never reported below it — which cannot
+    change the maximum over directions, as the mechanism's ε is at least ``cut`` — and a lower
+    bound that finds nothing above it makes no claim (0).
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
@@ -1173,7 +1185,7 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None
             # ε down to half the Chernoff estimate (allowance e^{G−λε}·2η; see choose_tilt).
             level = max(v for (l_, v) in chosen if l_ == lam)
             eta_t = float(np.clip(1e-10 * dl.min() * np.exp(-level), 1e-300, 1e-10))
-            c_ = None if cut is None or sign < 0 else float(np.min(np.broadcast_to(cut, delta.shape)[sel])) - 2 * h
+            c_ = None if cut is None else float(np.min(np.broadcast_to(cut, delta.shape)[sel])) - 2 * h
             # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
             cp = compose(parts, lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()))
             if sign > 0:
@@ -1391,7 +1403,9 @@ def epsilon(
                 moved[kind] = float(np.max(up - up_dir.max(axis=0)))
             else:
                 dirs = dominant()
-                new = _eps_dirs(mechs, delta, h_lo / 2, "lower", guess, dirs=dirs)
+                # The window starts at the current lower bound: the finer one is sought above it (where
+                # it finds nothing it makes no claim, and the current bound stays).
+                new = _eps_dirs(mechs, delta, h_lo / 2, "lower", guess, dirs=dirs, cut=cut())
                 h_lo /= 2
                 lo_dir[dirs] = np.fmax(lo_dir[dirs], new[dirs])
                 moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))
