@@ -1380,8 +1380,10 @@ def epsilon(
     if more:
         lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more)[more]
     # A side not yet refined goes first — except an upper end that started on the finer grid: its
-    # error is far below the width asked for, so the lower end is refined before it.
-    moved = {"upper": np.inf if h_up >= h0 else 0.0, "lower": np.inf}
+    # next halving is expected to move it by about 3/4 of its error there, which is at most
+    # (h_up/h0)² of the first gap if connect-the-dots error (second order) made all of it.
+    gap0 = float(np.max(up_dir.max(axis=0) - np.nanmax(lo_dir, axis=0)))
+    moved = {"upper": np.inf if h_up >= h0 else 0.75 * (h_up / h0) ** 2 * gap0, "lower": np.inf}
     stuck: set = set()
     for _ in range(24):
         up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
