@@ -102,7 +102,7 @@ def test_self_composition_of_a_million_steps():
 def test_declines_tiny_delta_and_huge_grids():
     assert np.isnan(sgd.pld_interval(0.01, 1.0, 100, 1e-300)[1][0])
     with pytest.raises(MemoryError):
-        pld._bins(pld.laplace(1e5)[0], 1e-3, 1e-30)
+        pld._node_edges(pld.laplace(1e5)[0], 1e-3, 1e-30)
 
 
 def test_subsampled_dp_pld_not_above_amplified_kov():
@@ -413,6 +413,19 @@ def test_sparse_tail_nodes_stay_above_the_dense_connect_the_dots_and_the_truth(d
     assert np.all(d_sparse >= d_dense - 1e-15)
     assert np.any(d_sparse > d_dense * (1 + 1e-9))
     assert np.all(d_dense >= _hockey(d, eps) - 1e-15)
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+def test_sparse_tail_bins_keep_the_lower_discretisation_below_the_truth(direction, monkeypatch):
+    d = pld.subsampled_gaussian(0.05, 0.9)[direction]
+    monkeypatch.setattr(pld, "SPARSE_MASS", 1e-5)
+    low = pld.discretise_lower(d, 1e-3, 1e-16, times=100)
+    monkeypatch.setattr(pld, "SPARSE_MASS", 0.0)
+    dense = pld.discretise_lower(d, 1e-3, 1e-16, times=100)
+    assert np.count_nonzero(low.p) < 0.8 * np.count_nonzero(dense.p)  # wide tail bins are used
+    assert low.p.sum() + low.p_inf <= 1.0 + 1e-12
+    eps = np.linspace(-3.0, 2.5, 600)
+    assert np.all(_delta_of(low, eps) <= _hockey(d, eps) + 1e-15)
 
 
 def test_a_cut_window_gives_the_same_upper_bound_and_never_claims_below_the_cut():

@@ -12,7 +12,8 @@ and build two discrete PLDs from them:
   compositions: a certified upper bound, with error second order in h.
   Mass above the grid goes to +∞ (it is counted in δ, never dropped).
   In a step's far tails (coarse bins of at most SPARSE_MASS) only every
-  SPARSE-th grid point is a node: connecting fewer dots is still sound.
+  SPARSE-th grid point is a node: connecting fewer dots is still sound
+  (and the lower bound's bins are that wide there: still a partition).
 * **lower** — the bins themselves are a post-processing of the output, so
   the binned PLD (one atom per bin at log(P_j/Q_j)) is *dominated* by the
   true one (a second pass nudges the bin edges so that the atoms sit near
@@ -429,21 +430,6 @@ def _range(d: Direction, h: float, tail: float) -> tuple[int, int]:
     return int(np.floor(lo / h)) - 1, int(np.ceil(hi / h)) + 1
 
 
-def _bins(d: Direction, h: float, tail: float, nudge: np.ndarray | None = None):
-    """Exact (P_j, Q_j) of bins (jh, (j+1)h] for j in [j0, j1), and the masses outside.
-
-    ``nudge`` (one per edge, in units of h, outer edges 0) moves the edges
-    of a continuous direction; any partition is a post-processing.
-    """
-    j0, j1 = _range(d, h, tail)
-    if j1 - j0 > MAX_STEP_GRID:
-        raise MemoryError(f"a step's loss range needs {j1 - j0} grid points (limit {MAX_STEP_GRID})")
-    edges = np.arange(j0, j1 + 1) * h
-    if nudge is not None and d.atoms is None:
-        edges = edges + nudge * h
-    return (j0, *_masses(d, edges))
-
-
 #: Connect-the-dots nodes: every grid point where a step's loss has mass, every SPARSE-th one in its
 #: far tails (coarse bins holding at most SPARSE_MASS of P-mass; see :func:`discretise_upper`).
 SPARSE = 16
@@ -523,10 +509,23 @@ def discretise_lower(d: Direction, h: float, tail: float = 1e-30, times: int = 1
     exactly, so their mean and variance under P are recorded: over many
     steps the total move concentrates around its mean, which
     :func:`lower_shift` gives back. The shift c is chosen (among the atoms'
-    own offsets) to make that give-back largest for ``times`` steps.
+    own offsets) to make that give-back largest for ``times`` steps. In the
+    far tails the bins are SPARSE grid cells wide (the same nodes as
+    :func:`discretise_upper`; still a partition, and each atom still moves
+    by less than h).
     """
-    j0, P, Q, below, above = _bins(d, h, tail)
-    off = _offsets(j0, P, Q, h)
+    idx = _node_edges(d, h, tail)
+    j0 = int(idx[0])
+    lo_edges = idx[:-1]
+
+    def bins(nudge=None):
+        edges = idx * h
+        if nudge is not None and d.atoms is None:
+            edges = edges + nudge * h
+        return _masses(d, edges)
+
+    P, Q, below, above = bins()
+    off = _offsets(lo_edges, P, Q, h)
     if d.atoms is None and P.size > 2:
         # Nudge the edges so that the atoms sit near a common target offset and the moves vary
         # little (a smaller give-back penalty in lower_shift). Any partition is a post-processing,
@@ -541,30 +540,33 @@ def discretise_lower(d: Direction, h: float, tail: float = 1e-30, times: int = 1
         for target in (0.5, heavy) if atom and abs(heavy - 0.5) > 0.05 else (0.5,):
             shift = np.zeros(P.size + 1)
             shift[1:-1] = target - 0.5  # a uniform move of the inner edges puts mid-bin atoms at the target
-            b = _bins(d, h, tail, shift) if target != 0.5 else (j0, P, Q, below, above)
-            o = _offsets(b[0], b[1], b[2], h)  # offsets from the unshifted grid points jh
+            b = bins(shift) if target != 0.5 else (P, Q, below, above)
+            o = _offsets(lo_edges, b[0], b[1], h)  # offsets from the unshifted grid points
             excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
             nudge = shift.copy()
             nudge[1:-1] -= 0.5 * (excess[:-1] + excess[1:])
-            b = _bins(d, h, tail, nudge)
-            o = _offsets(b[0], b[1], b[2], h)
-            fit = _best_offset(o, b[1], times)
+            b = bins(nudge)
+            o = _offsets(lo_edges, b[0], b[1], h)
+            fit = _best_offset(o, b[0], times)
             if best is None or fit[3] < best[1][3]:
                 best = (b, fit, o)
-        (j0, P, Q, below, above), (c, mean, var, _), off = best
+        (P, Q, below, above), (c, mean, var, _), off = best
     else:
         c, mean, var, _ = _best_offset(off, P, times)
-    k = np.arange(P.size) + np.floor(off - c).astype(np.int64)  # grid point (k + c)h at or below each atom
+    # Grid point (k + c)h at or below each atom, k relative to j0.
+    k = (lo_edges - j0) + np.floor(off - c).astype(np.int64)
     k0 = int(min(k.min(), 0)) if k.size else 0
-    w = np.bincount(k - k0, weights=P, minlength=P.size - k0)
-    w[P.size - 1 - k0] += above[0]  # binned mass above the grid → a grid point below the top edge (credited 0)
+    top = int(idx[-1]) - j0
+    w = np.bincount(k - k0, weights=P, minlength=top - k0)
+    w[top - 1 - k0] += above[0]  # binned mass above the grid → a grid point below the top edge (credited 0)
     # Mass below the grid is dropped (moved to −∞, credited 0).
     return Discrete(h, j0 + k0, c, w, float(d.p_inf), mean * h, var * h * h)
 
 
-def _offsets(j0: int, P: np.ndarray, Q: np.ndarray, h: float) -> np.ndarray:
-    """Each bin's atom log(P_j/Q_j) as an offset from jh in units of h (Q underflow: 0)."""
-    e_lo = (j0 + np.arange(P.size)) * h
+def _offsets(lo_edges: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float) -> np.ndarray:
+    """Each bin's atom log(P_j/Q_j) as an offset from its lower edge (grid index) in units of h
+    (Q underflow: 0)."""
+    e_lo = lo_edges * h
     ok = (P > 0) & (Q > 0)
     with np.errstate(all="ignore"):
         ell = np.where(ok, np.log(np.where(ok, P, 1)) - np.log(np.where(ok, Q, 1)), e_lo)
