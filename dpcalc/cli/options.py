@@ -301,5 +301,6 @@ def pld_width_option(f: Callable) -> Callable:
         expose_value=False,
         callback=_to_meta("dpcalc.pld_width"),
         help="Width of the certified PLD interval: at most W·ε (W absolute for ε < 1). Default 0.001 (0.1%). "
-        "Narrower is slower: each halving of the grid roughly doubles the time.",
+        "The upper end is always computed on a grid of at most 6.25e-5; W decides how far the lower end "
+        "is refined. Narrower is slower: each halving of the grid roughly doubles the time.",
     )(f)
