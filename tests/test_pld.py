@@ -463,11 +463,25 @@ def test_blocked_log_mgf_matches_direct_sums():
 def test_blocked_suffix_sums_meet_their_error_bound():
     import math
 
-    rng = np.random.default_rng(7)
-    w = rng.exponential(size=200_003) * np.exp(-rng.uniform(0, 30, size=200_003))
-    out = np.zeros(w.size + 1)
-    rel = pld._suffix_sum(w, out)
-    for i in (0, 1, 511, 512, 513, 100_000, 199_999, 200_002):
-        exact = math.fsum(w[i:])
-        assert abs(out[i] - exact) <= rel * exact
-    assert out[-1] == 0.0 and rel < 1e-12
+    mechs = [(pld.subsampled_gaussian(0.01, 1.1), 3000)]
+    (_, parts), *_ = pld._discretised(mechs, 2.5e-4, "upper", 1e-16, dirs=[0])
+    cp = pld.compose(parts, lam=3.87, eta=1e-15)
+    tails = pld._Tails(cp, 1.0)
+    assert tails.m > 20 * tails.B
+    w = tails.w.reshape(2, -1)[:, : tails.m]  # the weighted terms, as the engine formed them
+    idx = np.array([0, 1, 511, 512, 513, tails.m // 2, tails.m - 1, tails.m])
+    a, b = tails.ab(idx)
+    sum_rel = (tails.B + tails.k + 2) * np.finfo(float).eps
+    for row, got in ((0, a), (1, b)):
+        for i, g in zip(idx, got):
+            exact = math.fsum(w[row, i:])
+            assert abs(g - exact) <= sum_rel * exact
+    assert a[-1] == 0.0 and b[-1] == 0.0 and tails.rel < 1e-10
+    # Reads agree with a direct sum of the δ formula.
+    eps = 4.0
+    i = tails.index_after(np.array([eps]))[0]
+    ell, p = cp.losses(), cp.p
+    sel = ell > eps
+    direct = math.fsum(np.exp(cp.g - cp.lam * ell[sel]) * p[sel] * -np.expm1(eps - ell[sel]))
+    core, _ = pld._delta_parts(cp, np.array([i]), np.array([eps]), tails)
+    assert core[0] == pytest.approx(direct, rel=1e-10)

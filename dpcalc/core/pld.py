@@ -945,63 +945,90 @@ def _geometric(rate: float, x0: float, h: float, m: int) -> np.ndarray:
     return out.ravel()[:m]
 
 
-_SUFFIX_BLOCK = 512
+class _Tails:
+    """What δ-reads of a composed PLD need above ε = f (f = ``floor``), on demand.
 
-
-def _suffix_sum(w: np.ndarray, out: np.ndarray) -> float:
-    """out[i] = Σ_{j >= i} w[j] for i < w.size (``out`` has one more entry, left as it is); returns
-    a bound on the relative error of every entry, for w >= 0.
-
-    Running sums from the top, in two levels — within blocks of B, then over the k block sums —
-    so each entry is a sum of at most B + k + 1 rounded terms (relative error <= (B + k + 1)·u),
-    not of up to m.
+    For the losses ℓ_i > f (a suffix of the grid, indexed i = 0..m−1 from the
+    first of them): suffix sums a_i = Σ_{j>=i} p̃_j e^{−λ(ℓ_j−f)} and
+    b_i = Σ_{j>=i} p̃_j e^{−(λ+1)(ℓ_j−f)} (a_m = b_m = 0), bounds
+    r_i = e^{−λ(ℓ_i−f)}/√(1 − e^{−2λh}) on the Euclidean norms of the suffixes
+    of e^{−λ(ℓ−f)} (the grid is regular), and ``rel``, a bound on the relative
+    round-off of a and b as δ reads them: the weights e^{−λ(ℓ−f)}, e^{−(ℓ−f)}
+    err by at most u·((λ + 1)(ℓ − f) + 3) (their arguments and
+    :func:`_geometric`), e^{G−λf} by u·(|G − λf| + 1), G by ``g_rel``, and the
+    sums are formed in blocks of B — the sum of each block, then running sums
+    over the blocks above and within the block — so each is a sum of at most
+    B + k + 1 rounded terms (k blocks): (B + k + 1)·u, not m·u. Only the
+    blocks a read falls in are summed within (a search reads a few).
     """
-    m = w.size
-    if m == 0:
-        return 0.0
-    k = -(-m // _SUFFIX_BLOCK)
-    buf = np.empty(k * _SUFFIX_BLOCK)
-    buf[:m] = w[::-1]  # from the top down, so that prefix sums of buf are suffix sums of w
-    buf[m:] = 0.0
-    blk = buf.reshape(k, _SUFFIX_BLOCK)
-    np.cumsum(blk, axis=1, out=blk)
-    if k > 1:
-        blk[1:] += np.cumsum(blk[:-1, -1])[:, None]  # plus everything in the blocks above
-    out[:m] = buf[m - 1 :: -1]
-    return float((_SUFFIX_BLOCK + k + 2) * np.finfo(float).eps)
+
+    B = 512
+
+    def __init__(self, cp: Composed, floor: float):
+        self.cp, self.floor = cp, floor
+        # Losses increase, so those > f are a suffix: its first index, from the grid (then checked).
+        first = int(np.clip(np.floor(floor / cp.h - cp.k0 - cp.c) - 1, 0, cp.p.size)) if np.isfinite(floor) else 0
+        while first < cp.p.size and (cp.k0 + first + cp.c) * cp.h <= floor:
+            first += 1
+        self.first = first
+        m = self.m = cp.p.size - first
+        x0 = (cp.k0 + first + cp.c) * cp.h - floor if m else 0.0
+        k = self.k = max(-(-m // self.B), 1)
+        self.e1 = _geometric(-cp.lam, x0, cp.h, m)
+        w = np.zeros((2, k * self.B))
+        np.multiply(cp.p[first:], self.e1, out=w[0, :m])
+        np.multiply(w[0, :m], _geometric(-1.0, x0, cp.h, m), out=w[1, :m])
+        self.w = w.reshape(2, k, self.B)
+        self.sums = self.w.sum(axis=2)  # (2, k)
+        self.above = np.zeros((2, k))  # Σ over the blocks after each block
+        self.above[:, :-1] = np.cumsum(self.sums[:, :0:-1], axis=1)[:, ::-1]
+        u = float(np.finfo(float).eps)
+        span = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h - floor if m else 0.0
+        self.rel = (self.B + k + 2) * u + u * ((cp.lam + 1.0) * span + abs(cp.g - cp.lam * floor) + 8.0) + cp.g_rel
+
+    def loss(self, i):
+        """ℓ_i (suffix index i < m)."""
+        return (self.cp.k0 + self.first + np.asarray(i) + self.cp.c) * self.cp.h
+
+    def index_after(self, eps):
+        """For each ε >= f: the suffix index of the first loss > ε (m if none)."""
+        cp = self.cp
+        eps = np.asarray(eps, float)
+        i = np.clip(np.floor(eps / cp.h - cp.k0 - cp.c - self.first) - 1, 0, self.m).astype(np.int64)
+        for _ in range(4):  # the estimate is at most a step or two low
+            step = (i < self.m) & (self.loss(np.minimum(i, max(self.m - 1, 0))) <= eps)
+            if not np.any(step):
+                break
+            i = i + step
+        return i
+
+    def ab(self, i):
+        """(a_i, b_i) for suffix indices i in [0, m]."""
+        i = np.asarray(i, dtype=np.int64)
+        flat = i.ravel()
+        a = np.zeros((2, flat.size))
+        start = (flat < self.m) & (flat % self.B == 0)  # a block's start: its sum and those above
+        a[:, start] = self.sums[:, flat[start] // self.B] + self.above[:, flat[start] // self.B]
+        inside = (flat < self.m) & ~start
+        blk, off = flat[inside] // self.B, flat[inside] % self.B
+        ub, pos = np.unique(blk, return_inverse=True)
+        within = np.cumsum(self.w[:, ub, ::-1], axis=2)[:, :, ::-1]  # (2, blocks read, B)
+        a[:, inside] = within[:, pos, off] + self.above[:, blk]
+        return a[0].reshape(i.shape), a[1].reshape(i.shape)
+
+    def r(self, i):
+        i = np.asarray(i, dtype=np.int64)
+        out = np.zeros(i.shape)
+        inside = i < self.m
+        if self.cp.lam > 0:
+            with np.errstate(divide="ignore"):
+                out[inside] = self.e1[i[inside]] / np.sqrt(-np.expm1(-2.0 * self.cp.lam * self.cp.h))
+        else:
+            out[inside] = np.sqrt(self.m - i[inside])
+        return out
 
 
-def _tail_sums(cp: Composed, floor: float = 0.0):
-    """Losses > f (f = ``floor``), suffix sums of p̃e^{−λ(ℓ−f)} and p̃e^{−(λ+1)(ℓ−f)}, and bounds on
-    the Euclidean norms of the suffixes of e^{−λ(ℓ−f)} (terms <= 1; each with a final 0 entry),
-    and a bound on the relative round-off of the suffix sums as δ reads them.
-
-    The losses are a regular grid, so the suffix norm from ℓ_i is at most e^{−λ(ℓ_i−f)}/√(1 − e^{−2λh}).
-    The weights e^{−λ(ℓ−f)}, e^{−(ℓ−f)} err by at most u·((λ + 1)(ℓ − f) + 3) relative (their
-    arguments and :func:`_geometric`), e^{G−λf} by u·(|G − λf| + 1), the sums by :func:`_suffix_sum`.
-    """
-    # Losses increase, so those > f are a suffix: its first index, from the grid (then checked).
-    first = int(np.clip(np.floor(floor / cp.h - cp.k0 - cp.c) - 1, 0, cp.p.size)) if np.isfinite(floor) else 0
-    while first < cp.p.size and (cp.k0 + first + cp.c) * cp.h <= floor:
-        first += 1
-    ell = (cp.k0 + np.arange(first, cp.p.size) + cp.c) * cp.h
-    pt = cp.p[first:]
-    m = ell.size
-    x0 = float(ell[0] - floor) if m else 0.0
-    e1 = _geometric(-cp.lam, x0, cp.h, m)
-    a, b, r = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
-    a[m] = b[m] = r[m] = 0.0
-    w = pt * e1
-    rel = max(_suffix_sum(w, a), _suffix_sum(w * _geometric(-1.0, x0, cp.h, m), b))
-    with np.errstate(divide="ignore"):
-        r[:m] = e1 / np.sqrt(-np.expm1(-2.0 * cp.lam * cp.h)) if cp.lam > 0 else np.sqrt(np.arange(m, 0, -1.0))
-    u = float(np.finfo(float).eps)
-    span = float(ell[-1] - floor) if m else 0.0
-    rel += u * ((cp.lam + 1.0) * span + abs(cp.g - cp.lam * floor) + 8.0) + cp.g_rel
-    return ell, a, b, r, floor, rel
-
-
-def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
+def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails: _Tails):
     """(δ without allowances, allowance) for ε in the segment starting at suffix index i.
 
     δ(ε) = e^G Σ_{ℓ>ε} p̃ e^{−λℓ}(1 − e^{ε−ℓ}); the allowance bounds the
@@ -1011,13 +1038,16 @@ def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
     weights δ is read with (relative; |a − e^{ε−f}b| + their errors <= 2a·rel,
     as e^{ε−f}b <= a, whatever ε in the segment).
     """
-    ell, a, b, r, f, rel = tails
+    f = tails.floor
+    a, b = tails.ab(i)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         scale = np.exp(cp.g - cp.lam * f)
-        core = scale * np.maximum(a[i] - np.exp(eps - f) * b[i], 0.0)
+        core = scale * np.maximum(a - np.exp(eps - f) * b, 0.0)
         top = (cp.k0 + cp.p.size - 1 + cp.c) * cp.h
         reach = np.minimum(eps, top)
-        allow = scale * (cp.roundoff * r[i] + 2.0 * rel * a[i]) + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
+        allow = (
+            scale * (cp.roundoff * tails.r(i) + 2.0 * tails.rel * a) + np.exp(cp.g - cp.lam * reach) * cp.tilted_wrap
+        )
         allow = allow + cp.alias
     return np.nan_to_num(core, nan=np.inf, posinf=np.inf), np.nan_to_num(allow, nan=np.inf, posinf=np.inf)
 
@@ -1025,9 +1055,11 @@ def _delta_parts(cp: Composed, i: np.ndarray, eps: np.ndarray, tails):
 def delta_at(cp: Composed, eps: np.ndarray, sign: float, floor: float = 0.0) -> np.ndarray:
     """δ(ε) for ε >= ``floor`` (smaller ε are raised to it); ``sign`` +1 adds the allowances
     (upper bound), −1 subtracts them (lower bound)."""
-    tails = _tail_sums(cp, floor)
+    if cp.read_from > floor:
+        raise ValueError("δ below a cut window's start is not in the window")
+    tails = _Tails(cp, floor)
     eps = np.maximum(np.asarray(eps, float), floor)
-    i = np.searchsorted(tails[0], eps, side="right")
+    i = tails.index_after(eps)
     core, allow = _delta_parts(cp, i, eps, tails)
     return np.clip(core + cp.p_inf + sign * allow, 0.0, 1.0)
 
@@ -1043,30 +1075,32 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
     no_claim = floor
     if cp.read_from > floor:
         floor, no_claim = cp.read_from, -np.inf
-    tails = _tail_sums(cp, floor)
-    ell = tails[0]
+    tails = _Tails(cp, floor)
     delta = np.atleast_1d(np.asarray(delta, float))
     # δ just right of each atom (ε = ℓ_j from the right counts atoms > ℓ_j), and at ε = floor:
     # point j is ε = floor (j = 0) or ℓ_{j−1}, and its suffix index is j.
-    pts = np.concatenate([[floor], ell])
-    idx = np.arange(pts.size)
+    n_pts = tails.m + 1
+
+    def pts(j):
+        j = np.asarray(j)
+        return np.where(j == 0, floor, tails.loss(np.maximum(j - 1, 0)))
 
     def curve(j, allow_sign):
-        core, allow = _delta_parts(cp, j, pts[j], tails)
+        core, allow = _delta_parts(cp, j, pts(j), tails)
         return np.clip(core + cp.p_inf + (allow_sign * allow if allow_sign else 0.0), 0.0, None)
 
     def first_at_most(level, allow_sign):
-        """First point where curve(·, allow_sign) <= level (pts.size if none), for a curve that is
-        non-increasing: a coarse pass, then the one block that holds the crossing. (Only tightness
-        depends on monotonicity: every point the upper search returns was checked, and the lower
-        search below checks the points it returns.)"""
-        step = max(1, pts.size // 256)
-        coarse = np.arange(0, pts.size, step)
+        """First point where curve(·, allow_sign) <= level (n_pts if none), for a curve that is
+        non-increasing: a coarse pass at block starts, then the stretch that holds the crossing.
+        (Only tightness depends on monotonicity: every point the upper search returns was
+        checked, and the lower search below checks the points it returns.)"""
+        step = tails.B * max(1, -(-n_pts // (256 * tails.B)))
+        coarse = np.arange(0, n_pts, step)
         hit = np.flatnonzero(curve(coarse, allow_sign) <= level)
         if hit.size and hit[0] == 0:
             return 0
         lo_j = coarse[hit[0] - 1] if hit.size else coarse[-1]
-        hi_j = coarse[hit[0]] if hit.size else pts.size
+        hi_j = coarse[hit[0]] if hit.size else n_pts
         block = np.arange(lo_j, hi_j)
         hit_b = np.flatnonzero(curve(block, allow_sign) <= level)
         return int(block[hit_b[0]]) if hit_b.size else int(hi_j)
@@ -1076,7 +1110,7 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
         if sign > 0:
             # Upper bound: the first ε where the upper δ-curve is at most δ (any such ε is safe).
             j = first_at_most(dl, 1.0)
-            if j >= pts.size:
+            if j >= n_pts:
                 out[k] = np.inf
                 continue
         else:
@@ -1095,20 +1129,20 @@ def epsilon_at(cp: Composed, delta: np.ndarray, sign: float, floor: float = 0.0)
                 out[k] = no_claim
                 continue
             j = last + 1
-            if j >= pts.size:
-                out[k] = float(pts[-1])
+            if j >= n_pts:
+                out[k] = float(pts(n_pts - 1))
                 continue
         if j == 0:
             out[k] = floor
             continue
-        lo_e, hi_e = pts[j - 1], pts[j]
+        lo_e, hi_e = float(pts(j - 1)), float(pts(j))
         # Inside the segment δ = e^G (a − e^ε b) + p_inf + sign·allow(lo_e): solve for ε (allowance frozen at
         # the left end, which only makes the upper answer larger and the lower one smaller).
-        i = int(idx[j - 1])
+        i = j - 1
         _, al = _delta_parts(cp, np.array([i]), np.array([lo_e]), tails)
         with np.errstate(over="ignore"):
             target = (dl - cp.p_inf - sign * al[0]) * np.exp(-(cp.g - cp.lam * floor))
-        a, b = tails[1][i], tails[2][i]
+        a, b = (float(v[0]) for v in tails.ab(np.array([i])))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             e = floor + np.log((a - target) / b) if b > 0 and a > target else (hi_e if sign > 0 else lo_e)
         e = float(np.clip(e, lo_e, hi_e)) if np.isfinite(e) else (hi_e if sign > 0 else lo_e)
