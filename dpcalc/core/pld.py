@@ -1163,7 +1163,7 @@ class Interval:
 
 
 def _tail_for(mechs, delta_min: float) -> float:
-    """Per-step P-mass left outside the grid: at most 1e-6·δ in total over all steps."""
+    """Per-step P-mass left outside the grid: at most 1e-9·δ in total over all steps."""
     total = sum(t for _, t in mechs)
     return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
 
