@@ -477,6 +477,10 @@ def test_blocked_suffix_sums_meet_their_error_bound():
             exact = math.fsum(w[row, i:])
             assert abs(g - exact) <= sum_rel * exact
     assert a[-1] == 0.0 and b[-1] == 0.0 and tails.rel < 1e-10
+    # The suffix index of the first loss above ε, including ε on and next to grid points.
+    ell = tails.loss(np.arange(tails.m))
+    for e in (1.0, ell[0], ell[7] - 1e-12, ell[7], ell[7] + 1e-12, ell[-1], ell[-1] + 1.0):
+        assert tails.index_after(np.array([e]))[0] == np.searchsorted(ell, e, side="right")
     # Reads agree with a direct sum of the δ formula.
     eps = 4.0
     i = tails.index_after(np.array([eps]))[0]

@@ -994,13 +994,14 @@ class _Tails:
         """For each ε >= f: the suffix index of the first loss > ε (m if none)."""
         cp = self.cp
         eps = np.asarray(eps, float)
-        i = np.clip(np.floor(eps / cp.h - cp.k0 - cp.c - self.first) - 1, 0, self.m).astype(np.int64)
-        for _ in range(4):  # the estimate is at most a step or two low
-            step = (i < self.m) & (self.loss(np.minimum(i, max(self.m - 1, 0))) <= eps)
-            if not np.any(step):
-                break
-            i = i + step
-        return i
+        i = np.clip(np.floor(eps / cp.h - cp.k0 - cp.c - self.first), 0, self.m).astype(np.int64)
+        top = max(self.m - 1, 0)
+        while True:  # the estimate is within a step or two: move it until exact
+            up = (i < self.m) & (self.loss(np.minimum(i, top)) <= eps)
+            down = (i > 0) & (self.loss(np.maximum(i - 1, 0)) > eps)
+            if not (np.any(up) or np.any(down)):
+                return i
+            i = i + up - down
 
     def ab(self, i):
         """(a_i, b_i) for suffix indices i in [0, m]."""
