@@ -13,16 +13,20 @@ point (and by the benchmarks, for every tool they time), never on import.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 
 
 def keep_freed_memory() -> bool:
-    """Apply the setting; True when the C library took it."""
+    """Apply the setting; True when the C library took it.
+
+    The symbols come from the running process (no library search, which would cost a subprocess at
+    every start); ``gnu_get_libc_version`` tells glibc, whose mallopt parameters these are.
+    """
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only
         mallopt = libc.mallopt
     except (OSError, AttributeError, TypeError):
         return False

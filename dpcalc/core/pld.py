@@ -756,25 +756,22 @@ def _int_power(z: np.ndarray, t: int) -> np.ndarray:
 _CHERNOFF_TS = np.geomspace(0.02, 100.0, 10)
 
 
-def _best_chernoff(f, log_eta: float) -> np.ndarray:
+def _best_chernoff(f, log_eta: float, k: int) -> np.ndarray:
     """For each of k convex functions f_i with f_i(0) <= 0, min over t > 0 of (f_i(t) − log η)/t:
-    Chernoff tail bounds. ``f(ts)`` returns a (k, len(ts)) array.
+    Chernoff tail bounds. ``f(ts)`` takes and returns (k, len) arrays (row i: f_i).
 
     Every t tried gives a valid bound; a geometric grid (ratio 2.6) and a
     finer one around each best point (two vectorised calls of f) find a good one.
     """
-    ts = np.broadcast_to(_CHERNOFF_TS, (1, _CHERNOFF_TS.size))
-    best = None
+    ts = np.tile(_CHERNOFF_TS, (k, 1))
+    rows = np.arange(k)
+    best = np.full(k, np.inf)
     for _ in range(2):
         with np.errstate(all="ignore"):
             vals = (f(ts) - log_eta) / ts
         vals = np.where(np.isfinite(vals), vals, np.inf)
         i = np.argmin(vals, axis=1)
-        rows = np.arange(vals.shape[0])
-        got = vals[rows, i]
-        best = got if best is None else np.minimum(best, got)
-        if ts.shape[0] == 1:
-            ts = np.broadcast_to(ts, (vals.shape[0], ts.shape[1]))
+        best = np.minimum(best, vals[rows, i])
         lo = ts[rows, np.maximum(i - 1, 0)]
         hi = ts[rows, np.minimum(i + 1, ts.shape[1] - 1)]
         ts = np.exp(np.linspace(np.log(lo), np.log(hi), 7, axis=1))[:, 1:-1]
@@ -848,10 +845,9 @@ def compose(
     # Any tilted mass W~ beyond it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε}
     # (the mass missing above the window plus its wrapped copy), for every ε inside it.
     def both(ts):  # rows: upper tail (λ + t), lower tail (λ − t); one log-MGF call
-        ts = np.broadcast_to(ts, (2, ts.shape[1]))
         return logm(np.stack([lam + ts[0], lam - ts[1]])) - g_lam
 
-    up_t, lo_t = _best_chernoff(both, np.log(eta_t))
+    up_t, lo_t = _best_chernoff(both, np.log(eta_t), 2)
     x_hi, x_lo = up_t, -lo_t
     read_from, alias = -np.inf, 0.0
     if cut is not None and lam > 0:
@@ -1218,8 +1214,8 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None
         for lam in np.unique(tilts):
             sel = tilts == lam
             dl = delta[sel]
-            # Wrap-around allowances of about 1e-8·δ: untilted η = 1e-8·δ; tilted η small enough at
-            # ε down to half the Chernoff estimate (allowance e^{G−λε}·2η; see choose_tilt).
+            # Wrap-around allowances of about 1e-10·δ: untilted η = 1e-10·δ; tilted η small enough at
+            # ε down to the tilt's guess (allowance e^{G−λε}·4η; see choose_tilt).
             level = max(v for (l_, v) in chosen if l_ == lam)
             eta_t = float(np.clip(1e-10 * dl.min() * np.exp(-level), 1e-300, 1e-10))
             c_ = None if cut is None else float(np.min(np.broadcast_to(cut, delta.shape)[sel])) - 2 * h
@@ -1379,11 +1375,13 @@ def epsilon(
 ) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
-    ``mechs`` is a list of (directions, times). The upper and lower bounds
-    are refined separately: each round halves the spacing of the side whose
-    last halving moved it more (a side not yet refined goes first), for the
-    direction(s) whose upper bound is the largest; the others keep the
-    coarser (still sound) bounds they have. A bound whose grid would exceed
+    ``mechs`` is a list of (directions, times). Direction 0's lower bound
+    comes first, on the starting grid h0 (:func:`initial_h`); the upper
+    bounds follow on min(h0, :data:`UPPER_H`) in windows cut at it. Then
+    the two ends are refined separately: each round halves the spacing of
+    the side whose last halving moved it more (expected, for an upper end
+    not refined yet), for the direction(s) whose upper bound is the
+    largest; the others keep the coarser (still sound) bounds they have. A bound whose grid would exceed
     :data:`MAX_GRID` points stops refining and the interval is returned as
     it is, with ``met`` false. ``coarse_ok`` answers steps too narrow for the
     finest starting grid on that grid (sound, possibly wide) instead of

@@ -233,8 +233,8 @@ def _checked_eps(accountant, q, s, t, d, sampling: str = "poisson"):
     bound and the search's own (both sound), so an accepted point always passes."""
     eps = ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
     if accountant == "pld":
-        ok = np.isfinite(eps)  # where the full answer failed, it stays failed (NaN)
-        eps = np.where(ok, np.minimum(np.where(ok, eps, 0.0), _pld_upper_fast(q, s, t, d, sampling)), eps)
+        # Where the full answer failed it stays failed (NaN).
+        eps = np.where(np.isfinite(eps), np.minimum(eps, _pld_upper_fast(q, s, t, d, sampling)), eps)
     return eps
 
 
