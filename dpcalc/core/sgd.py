@@ -161,7 +161,10 @@ def default_delta(dataset_size):
     """
     scalar = all_scalar(dataset_size)
     n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
-    return finish(10.0 ** -(np.floor(np.log10(n)) + 1), scalar=scalar)
+    k = np.floor(np.log10(n)) + 1
+    # 1/10^k with 10^k an exact integer: the double nearest to 1e-k (a vectorised pow can be an ulp off).
+    out = np.array([1.0 / float(10 ** int(x)) for x in k.ravel()]).reshape(k.shape)
+    return finish(out, scalar=scalar)
 
 
 def steps_for_epochs(epochs, dataset_size, batch_size):
