@@ -176,7 +176,7 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
             mechs.append((pld.dp(p.epsilon, p.delta), p.times))
     try:
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width}))
+            ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):

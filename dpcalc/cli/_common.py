@@ -181,7 +181,7 @@ def pld_width() -> float | None:
 def pld_kw() -> dict[str, float]:
     """Keyword arguments for the PLD engine's width target (empty for the default)."""
     w = pld_width()
-    return {} if w is None else {"rel": w, "abs_": w}
+    return {} if w is None else {"rel": w, "abs_": w / 10}
 
 
 def pld_width_warnings(lower, upper) -> list[str]:
@@ -191,7 +191,7 @@ def pld_width_warnings(lower, upper) -> list[str]:
     from dpcalc.core.pld import ABS_WIDTH, REL_WIDTH
 
     w = pld_width()
-    rel, abs_ = (REL_WIDTH, ABS_WIDTH) if w is None else (w, w)
+    rel, abs_ = (REL_WIDTH, ABS_WIDTH) if w is None else (w, w / 10)
     lo, up = np.asarray(lower, float), np.asarray(upper, float)
     ok = ~np.isfinite(lo) | ~np.isfinite(up) | (up - lo <= np.maximum(rel * up, abs_) * (1 + 1e-9))
     if ok.all():

@@ -90,31 +90,61 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
     return eps
 
 
-def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
-    """Certified [lower, upper] on ε by PLD for each case.
+#: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists.
+TIGHT_METHODS = {"pld": "upper", "gdp": "exact", "privacy-profile": "exact"}
+
+
+@dataclass(frozen=True)
+class Tight:
+    """Certified intervals on ε by the tight engine, one per case (NaN where it cannot answer).
+
+    ``method`` is ``gdp`` where every record is in every batch (q = 1: T Gaussian steps are exactly
+    μ-GDP with μ = √T/σ), ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
+    subsampled Gaussian), ``pld`` otherwise; ``bound`` is ``exact`` for the first two (the interval
+    is round-off wide) and ``upper`` for PLD. ``met`` says whether the width asked for was reached.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    method: np.ndarray
+    bound: np.ndarray
+    met: np.ndarray
+
+
+def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw) -> Tight:
+    """Certified [lower, upper] on ε for each case: the exact routes where they apply, PLD elsewhere.
 
     Cases that differ only in δ share one composition per tilt (an ε(δ)
-    curve comes from one composed PLD). NaN marks a case the PLD grid
-    cannot represent (e.g. σ so small that the loss distribution needs more
-    than the largest grid); use RDP there.
+    curve comes from one composed PLD). NaN marks a case the PLD engine
+    cannot certify (δ below its range, or a grid it cannot build); the
+    callers answer those by another sound method and say so. ``kw`` passes
+    the width target (``rel``, ``abs_``) to the PLD engine.
     """
     from . import pld
+    from .pld import exact
 
     _check_sampling(sampling)
-    q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
-    lo, up = np.full(q.size, np.nan), np.full(q.size, np.nan)
+    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    n = q.size
+    lo, up = np.full(n, np.nan), np.full(n, np.nan)
+    method = np.full(n, "pld", dtype=object)
+    met = np.ones(n, dtype=bool)
+    full = q >= 1.0
+    one = (steps == 1) & ~full
+    if full.any():
+        lo[full], up[full] = exact.gaussian_interval(np.sqrt(steps[full]) / sigma[full], delta[full])
+        method[full] = "gdp"
+    if one.any():
+        lo[one], up[one] = exact.subsampled_step_interval(q[one], sigma[one], delta[one])
+        method[one] = "privacy-profile"
     groups: dict = {}
-    for i in range(q.size):
+    for i in np.flatnonzero(~full & ~one):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
     def answer(key, rows):
-        # Without replacement there is no RDP fallback: steps too narrow for the finest starting
-        # grid are answered on it (sound, possibly wider than asked).
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(
-                [(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], coarse_ok=sampling != "poisson", **kw
-            )
-        lo[rows], up[rows] = ans.lower, ans.upper
+            ans = pld.epsilon([(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], **kw)
+        lo[rows], up[rows], met[rows] = ans.lower, ans.upper, ans.met
 
     failures = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
     for key, idx in groups.items():
@@ -124,8 +154,7 @@ def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
             if ok.size:
                 answer(key, ok)
         except failures:
-            # Beyond what the PLD grid can represent for the smallest δ, perhaps: try each δ alone
-            # (callers say so where it still fails).
+            # Beyond what the PLD grid can represent for the smallest δ, perhaps: try each δ alone.
             for i in ok if ok.size > 1 else ():
                 try:
                     answer(key, np.array([i]))
@@ -133,7 +162,55 @@ def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
                     pass
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
-    return lo, up
+    met[bad] = False
+    bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
+    return Tight(lo, up, method, bound, met)
+
+
+@dataclass(frozen=True)
+class Best:
+    """The answer to "what is ε" per case: the smallest sound upper bound any engine certifies, the
+    largest certified lower bound, and where they come from.
+
+    ``method``/``bound`` describe the upper end (``rdp`` where RDP's bound is the smaller); ``lower``
+    is the tight engine's (NaN where it could not certify one); ``width`` is upper − lower (NaN
+    without a lower end); ``met`` whether the tight engine reached the width asked for.
+    """
+
+    upper: np.ndarray
+    lower: np.ndarray
+    method: np.ndarray
+    bound: np.ndarray
+    width: np.ndarray
+    met: np.ndarray
+    tight: Tight
+    rdp: np.ndarray
+
+
+def best(q, sigma, steps, delta, sampling: str = "poisson", **kw) -> Best:
+    """The tightest sound answer per case: min(tight engine's upper end, RDP) — RDP for Poisson
+    sampling only — with the tight engine's certified lower end. Where the tight engine cannot
+    answer, RDP alone (no lower end); without replacement there is no RDP, and such a case is NaN.
+    """
+    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    t = tight_interval(q, sigma, steps, delta, sampling, **kw)
+    if sampling == "poisson":
+        r = np.asarray(_rdp_epsilon(q, sigma, steps, delta), float)
+    else:
+        r = np.full(q.shape, np.nan)
+    use_rdp = np.isfinite(r) & ~(t.upper <= r)  # RDP where it is smaller, or the only one
+    upper = np.where(use_rdp, r, t.upper)
+    method = np.where(use_rdp, "rdp", t.method).astype(object)
+    bound = np.where(use_rdp, "upper", t.bound).astype(object)
+    with np.errstate(invalid="ignore"):
+        width = upper - t.lower
+    return Best(upper, t.lower, method, bound, width, t.met, t, r)
+
+
+def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
+    """Certified [lower, upper] on ε by the tight engine (:func:`tight_interval`), NaN where it cannot answer."""
+    t = tight_interval(q, sigma, steps, delta, sampling, **kw)
+    return t.lower, t.upper
 
 
 def _pld_epsilon(q, sigma, steps, delta, sampling: str = "poisson"):
@@ -209,26 +286,13 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp", sampling: 
 
 
 def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
-    """PLD upper bound only, on the starting grid of the full answer: sound at any h, and cheap — for searches.
+    """A sound upper bound for searches: the tight engine with a looser width target (0.5 %).
 
     The re-check (:func:`_checked_eps`) keeps the smaller of this and the full
     answer's upper bound, so a value this search accepts always passes it.
     """
-    from . import pld
-
-    q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
-    out = np.empty(q.size)
-    for i in range(q.size):
-        mech = [(_mechanism(float(q[i]), float(sigma[i]), sampling), int(steps[i]))]
-        try:
-            if delta[i] < pld.MIN_DELTA:
-                raise ValueError("δ below the PLD range")
-            with np.errstate(all="ignore"):
-                h0 = pld.initial_h(mech, clamp=sampling != "poisson")
-                out[i] = pld._upper_dirs(mech, np.array([delta[i]]), h0)[0].max()
-        except (MemoryError, ValueError, OverflowError, ZeroDivisionError, FloatingPointError):
-            out[i] = np.inf  # too large a grid: no claim, the search treats it as over the target
-    return out
+    up = tight_interval(q, sigma, steps, delta, sampling, rel=5e-3, abs_=5e-4).upper
+    return np.where(np.isfinite(up), up, np.inf)  # no claim: the search treats it as over the target
 
 
 def _checked_eps(accountant, q, s, t, d, sampling: str = "poisson"):

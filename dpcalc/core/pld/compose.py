@@ -1,0 +1,390 @@
+"""Composition: T-fold (and mixed) composition of discrete PLDs by one FFT power.
+
+Every step is first tilted exponentially by λ — masses p·e^{λℓ}, normalised
+— which centres the composed loss near the ε asked about and keeps the
+transforms' round-off small next to the masses δ reads there; the true
+composed masses are the tilted ones times e^{G − λℓ}. The composition is
+computed on a window sized by Chernoff bounds on the tilted measure; what
+may have wrapped around is bounded and carried to the reads
+(:mod:`.query`), as is a bound on the round-off (:func:`.errors.roundoff_l2`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import fft as sfft
+
+from .discretise import Discrete
+from .errors import FFT_ERROR_PER_LEVEL, best_chernoff, roundoff_l2
+
+__all__ = [
+    "Composed",
+    "log_mgf",
+    "parts_log_mgf",
+    "spread",
+    "choose_tilt",
+    "chernoff_epsilon",
+    "int_power",
+    "compose",
+    "MAX_GRID",
+]
+
+#: Largest grid (points) for one composition; beyond it the engine takes a coarser grid (MemoryError).
+MAX_GRID = 1 << 22
+
+_U = float(np.finfo(float).eps)
+
+
+@dataclass(frozen=True)
+class Composed:
+    """A composed discrete PLD, stored exponentially tilted.
+
+    The finite part has masses p̃_i at losses ℓ_i = (k0 + i + c)·h; the true
+    masses are p_i = p̃_i · exp(G − λ ℓ_i). ``tilted_wrap`` bounds the tilted
+    mass that may have wrapped around the window (both sides, counted
+    twice: missing above and misplaced); ``roundoff`` bounds the Euclidean
+    norm of the round-off error in the tilted masses (:func:`.errors.roundoff_l2`).
+    """
+
+    h: float
+    k0: int
+    c: float
+    p: np.ndarray
+    p_inf: float
+    lam: float
+    g: float
+    tilted_wrap: float
+    roundoff: float
+    move_mean: float = 0.0  # Σ over steps of the mean move of the lower discretisation
+    move_var: float = 0.0  # Σ over steps of its variance
+    move_b: float = 0.0  # the largest per-step mean move (Bernstein's one-sided bound)
+    #: δ(ε) is read for ε >= read_from only (the window was cut there, see compose) ...
+    read_from: float = -np.inf
+    #: ... and mass from below the cut, wrapped onto the window, adds at most this to δ.
+    alias: float = 0.0
+    #: Relative error of e^G from the round-off in forming G (see compose).
+    g_rel: float = 0.0
+
+    def losses(self) -> np.ndarray:
+        return (self.k0 + np.arange(self.p.size) + self.c) * self.h
+
+
+def _log_mgf_blocked(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
+    """log Σ p e^{tℓ} (and the tilted mean) by blocks of r grid points: with ℓ = b_j + k·h the sum is
+    Σ_j e^{t b_j} Σ_k p_jk e^{tkh} — exponentials of the block starts and of r offsets, and one
+    matrix product. Each t's sum is centred at the end that dominates it (terms <= e^{|t| r h})."""
+    grid, base, top, starts, offs = d.mgf_blocks(r)
+    out = np.empty(ts.shape)
+    mean = np.empty(ts.shape) if with_mean else None
+    with np.errstate(under="ignore", divide="ignore", over="ignore", invalid="ignore"):
+        for positive in (True, False):
+            sel = ts > 0 if positive else ts <= 0
+            tt = ts[sel]
+            if tt.size == 0:
+                continue
+            ref = top - base if positive else 0.0  # dominant end, relative to base
+            e_off = np.exp(np.outer(offs, tt))
+            inner = grid @ e_off  # (m, n_t): Σ_k p_jk e^{t k h}
+            outer = np.exp(np.outer(starts - ref, tt))  # e^{t (b_j − ref)} <= e^{|t| r h}
+            total = np.einsum("jt,jt->t", outer, inner)
+            out[sel] = tt * (base + ref) + np.log(total)
+            if with_mean:
+                inner2 = grid @ (offs[:, None] * e_off)  # Σ_k p_jk (k h) e^{t k h}
+                num = np.einsum("jt,jt->t", outer, inner * (base + starts)[:, None] + inner2)
+                mean[sel] = num / total
+    return out, mean
+
+
+def _log_mgf_direct(d: Discrete, ts: np.ndarray, with_mean: bool):
+    """log Σ p e^{tℓ} (and the tilted mean) over the nonzero masses, one log-sum-exp per t (for large
+    t·h, where blocks would be a point each, and for sparse steps)."""
+    ell, logp = d.nonzero_log()
+    out = np.empty(ts.shape)
+    mean = np.empty(ts.shape) if with_mean else None
+    chunk = max(1, int(4_000_000 // max(ell.size, 1)))
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
+        for a in range(0, ts.size, chunk):
+            tt = ts[a : a + chunk]
+            m = logp[:, None] + ell[:, None] * tt[None, :]
+            mx = m.max(axis=0)
+            e = np.exp(m - mx)
+            total = e.sum(axis=0)
+            out[a : a + chunk] = mx + np.log(total)
+            if with_mean:
+                mean[a : a + chunk] = (e * ell[:, None]).sum(axis=0) / total
+    return out, mean
+
+
+def log_mgf(d: Discrete, t: np.ndarray, with_mean: bool = False):
+    """log E[e^{tL}] over the finite part of a discrete PLD, for each t (and, ``with_mean``, the mean
+    of L under the tilt, d/dt of it).
+
+    Exponents with small t·h go by blocks of r grid points (:func:`_log_mgf_blocked`: one matrix
+    product instead of one exponential per point and t); the others, and steps whose masses are
+    mostly zero, by a log-sum-exp over the nonzero masses (:func:`_log_mgf_direct`).
+    """
+    t = np.asarray(t, float)
+    flat = np.atleast_1d(t).ravel()
+    out = np.full(flat.shape, -np.inf)
+    mean = np.full(flat.shape, np.nan)
+    if d.mgf_blocks(1) is None:
+        return (out.reshape(t.shape), mean.reshape(t.shape)) if with_mean else out.reshape(t.shape)
+    n_nz = d.nonzero_log()[0].size
+    dense = n_nz * 4 >= d.p.size
+    small = np.abs(flat) * d.h <= 0.5 / 64
+    if dense and small.any():
+        tmax = float(np.max(np.abs(flat[small])))
+        r = 1 << int(np.clip(np.floor(np.log2(0.5 / max(tmax * d.h, 1e-300))), 6, 10))
+        o, m = _log_mgf_blocked(d, flat[small], r, with_mean)
+        out[small] = o
+        if with_mean:
+            mean[small] = m
+    rest = ~small if dense else np.ones(flat.shape, dtype=bool)
+    if rest.any():
+        o, m = _log_mgf_direct(d, flat[rest], with_mean)
+        out[rest] = o
+        if with_mean:
+            mean[rest] = m
+    if with_mean:
+        return out.reshape(t.shape), mean.reshape(t.shape)
+    return out.reshape(t.shape)
+
+
+def parts_log_mgf(parts: list[tuple[Discrete, int]], t, with_mean: bool = False):
+    """log E[e^{tS}] of the composition (each part ``times`` times), for each t (``with_mean``: and
+    the mean of S under the tilt by t, G'(t))."""
+    t = np.atleast_1d(np.asarray(t, float))
+    if not with_mean:
+        return sum(times * log_mgf(d, t) for d, times in parts)
+    g = 0.0
+    gp = 0.0
+    for d, times in parts:
+        a, b = log_mgf(d, t, True)
+        g = g + times * a
+        gp = gp + times * b
+    return g, gp
+
+
+def spread(parts: list[tuple[Discrete, int]]) -> float:
+    """Standard deviation of the composed loss (finite parts, normalised): the scale of tilts and windows."""
+    var = 0.0
+    for d, t in parts:
+        pos = d.nonzero_index()
+        p = d.p[pos]
+        mass = float(p.sum())
+        if mass <= 0:
+            continue
+        ell = (d.k0 + pos + d.c) * d.h
+        mean = float(np.dot(ell, p)) / mass
+        var += t * float(np.dot((ell - mean) ** 2, p)) / mass
+    h = parts[0][0].h
+    return float(max(np.sqrt(var), h))
+
+
+#: Tilts are powers of √2 over the composed spread, so that δs of one curve share compositions.
+_TILT_STEPS = np.arange(-24, 16)
+
+
+def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: float | None = None) -> tuple[float, float]:
+    """The exponential tilt λ for answering at level δ, and G(λ) − λ·ε_g.
+
+    Tilting by λ centres the composed loss at G'(λ) (G = log E[e^{λS}]) and
+    keeps the transforms' round-off small next to the masses there. λ is the
+    largest power of √2 over the composed spread whose centre G'(λ) is at
+    most ε_g — the ``guess`` of the answer if given (a previous bound), else
+    the Chernoff bound min_λ (G(λ) − log δ)/λ. (Not the Chernoff exponent
+    itself: where the per-step loss has a heavy upper tail, G' jumps past
+    any reasonable ε near it, and the tilted measure would be all tail.)
+    Only accuracy and the window's size depend on this choice: every
+    allowance is computed for the λ and window used.
+    """
+    s = spread(parts)
+    ts = 2.0 ** (_TILT_STEPS / 2.0) / s
+    total, centre = parts_log_mgf(parts, ts, with_mean=True)
+    ok = np.isfinite(total)
+    if guess is None:
+        with np.errstate(invalid="ignore"):
+            x = np.where(ok, (total - log_delta) / ts, np.inf)
+        eps_g = max(float(np.min(x)), 0.0)
+    else:
+        eps_g = max(float(guess), 0.0)
+    below = np.flatnonzero(ok & np.isfinite(centre) & (centre <= eps_g))
+    i = int(below[-1]) if below.size else int(np.flatnonzero(ok)[0])
+    return float(ts[i]), float(total[i] - ts[i] * eps_g)
+
+
+def chernoff_epsilon(parts: list[tuple[Discrete, int]], log_delta: float) -> float:
+    """min over λ of (G(λ) − log δ)/λ: an upper bound on ε at δ of the discrete composition
+    (finite part; ε >= 0), on the tilts of :func:`choose_tilt`."""
+    s = spread(parts)
+    ts = 2.0 ** (_TILT_STEPS / 2.0) / s
+    total = parts_log_mgf(parts, ts)
+    with np.errstate(invalid="ignore"):
+        x = np.where(np.isfinite(total), (total - log_delta) / ts, np.inf)
+    return float(max(np.min(x), 0.0))
+
+
+def int_power(z: np.ndarray, t: int) -> np.ndarray:
+    """z**t for a whole t >= 1 by repeated squaring (numpy uses exp/log past t = 100, ~8× slower).
+
+    Each complex product errs by at most √5·u relative, so z**t errs by at most (t − 1)·√5·u
+    relative — inside the round-off allowance's u·(π t + 1)·|z**t| (see :func:`.errors.roundoff_l2`).
+    """
+    t = int(t)
+    result = None
+    base = z.copy()
+    while t:
+        if t & 1:
+            result = base.copy() if result is None else np.multiply(result, base, out=result)
+        t >>= 1
+        if t:
+            np.multiply(base, base, out=base)
+    return result
+
+
+def compose(
+    parts: list[tuple[Discrete, int]],
+    lam: float,
+    eta: float = 1e-18,
+    max_size: int = MAX_GRID,
+    cut: float | None = None,
+    cut_eta: float = 1e-18,
+    upper: bool = True,
+    extended: bool = False,
+) -> Composed:
+    """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
+
+    The window [x_lo, x_hi] holds all but ``eta`` of the tilted finite mass
+    on each side (Chernoff bounds computed from the discrete steps); mass
+    beyond it may wrap around and is accounted for.
+
+    ``cut``: start the window at ``cut`` instead, as long as it stays at
+    least log(1/``cut_eta``)/λ wide. Mass below it then wraps around onto
+    the top of the window, which can only *raise* δ — by little: P-mass at
+    x lands at x + W (W the window's width) where δ weighs it e^{−λW} times
+    its own mass, at most e^{−λW} <= ``cut_eta`` in all (``alias``; an upper
+    bound may keep it, a lower bound subtracts it). δ is then read only for
+    ε >= cut (``read_from``): the mass between ε and the cut is not in the
+    window.
+
+    P[L = ∞] of the composition, 1 − Π(1 − p_j)^{T_j}, is formed as
+    −expm1(Σ T_j log1p(−p_j)) and rounded up (``upper``) or down.
+    """
+    if not lam > 0:
+        raise ValueError("compose needs a tilt λ > 0")
+    h = parts[0][0].h
+    c_total = sum(t * d.c for d, t in parts)
+    shift = int(np.floor(c_total))
+    c = c_total - shift
+    eta_t = min(eta, 1e-6)
+    scale = spread(parts)
+
+    def logm(t):
+        return parts_log_mgf(parts, t)
+
+    # Each step tilted by λ and normalised; G = Σ T_j·log Σ p e^{λℓ} is the very constant divided
+    # out, so that true masses are tilted ones times e^{G − λℓ} up to the round-off of the tilt:
+    # per entry, relative u·(|log p| + |λℓ| + |lw| + |lw − max| + 2) (the logarithm, product and
+    # sum forming lw, the shift, exp, the division), carried as an error vector (its L1 norm) into the
+    # round-off bound; and in G, u·(|max| + |log s| + 2) per step, carried as a relative error of δ
+    # (g_rel). ``extended``: the tilt and each step's transform in long double (u ≈ 1.1e-19 on x86),
+    # the spectrum then rounded to double — a relative error, which the T-th power turns into a
+    # relative error of the composition rather than an absolute one — for reads far out in the
+    # tilted tail, where the double-precision bound would swamp δ. (Where long double is double,
+    # nothing changes but the time.)
+    dtype = np.longdouble if extended else np.float64
+    u_c = float(np.finfo(dtype).eps)
+    tilted = []
+    tilt_err = []
+    g_lam = 0.0
+    g_rel = 0.0
+    for d, t in parts:
+        # Over the nonzero masses only (a step's tails are sparse).
+        pos = d.nonzero_index()
+        ell = ((d.k0 + pos + d.c) * d.h).astype(dtype)
+        logp = np.log(d.p[pos].astype(dtype))
+        lw = logp + dtype(lam) * ell
+        mx = lw.max()
+        with np.errstate(under="ignore", invalid="ignore"):
+            e = np.exp(lw - mx)
+        total = e.sum()
+        w = e / total
+        lse = float(mx + np.log(total))
+        g_lam += t * lse
+        g_rel += t * _U * (abs(lse) + 4.0)
+        rel = u_c * (np.abs(logp) + np.abs(lam * ell) + np.abs(lw) + (mx - lw) + 2.0)
+        tilted.append((pos, w))
+        tilt_err.append(float(np.sum(w * rel)))
+
+    # Window from the tilted measure alone: log E~[e^{tS}] = logm(λ+t) − G. Any tilted mass W~ beyond
+    # it (both sides) changes δ(ε) by at most 2·W~·e^{G−λε} (the mass missing above the window plus its
+    # wrapped copy), for every ε inside it.
+    def both(ts):  # rows: upper tail (λ + t), lower tail (λ − t); one log-MGF call
+        return logm(np.stack([lam + ts[0], lam - ts[1]])) - g_lam
+
+    up_t, lo_t = best_chernoff(both, np.log(eta_t), 2, scale)
+    x_hi, x_lo = up_t, -lo_t
+    read_from, alias = -np.inf, 0.0
+    if cut is not None:
+        top_cut = min(float(cut), x_hi + np.log(cut_eta) / lam)  # keeps λ·W >= log(1/cut_eta)
+        if top_cut > x_lo + h:
+            x_lo = read_from = top_cut
+            alias = float(np.exp(-lam * (x_hi - x_lo)))
+    if not (np.isfinite(x_lo) and np.isfinite(x_hi)):
+        raise FloatingPointError("the composition window could not be bounded")
+    k_lo = int(np.floor(x_lo / h)) - 1
+    k_hi = max(int(np.ceil(x_hi / h)) + 1, k_lo + 2)
+    if k_hi - k_lo + 1 > max_size:
+        raise MemoryError(f"PLD grid of {k_hi - k_lo + 1} points exceeds the limit {max_size}")
+    n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
+    spec = None
+    log_keep = 0.0
+    kappa = FFT_ERROR_PER_LEVEL * u_c * np.log2(max(n, 2))
+    spectra = []  # (times, bound on each coefficient's error, moduli of the coefficients)
+    for (d, t), (pos, w), err in zip(parts, tilted, tilt_err):
+        idx = (d.k0 + pos) % n
+        x = np.zeros(n, dtype=dtype)
+        if d.p.size <= n:
+            x[idx] = w  # distinct indices
+        else:  # a step wider than the window: its far tail wraps (bounded with the window's)
+            np.add.at(x, idx, w)
+        f = sfft.rfft(x)
+        b = kappa * float(np.sum(w)) * (1 + 1e-6) + err
+        if extended:
+            f = f.astype(np.complex128)
+            absf = np.abs(f)
+            b = b + 2 * _U * absf  # rounding the spectrum to double
+        else:
+            absf = np.abs(f)
+        spectra.append((t, b, absf))
+        f = int_power(f, t)
+        spec = f if spec is None else spec * f
+        log_keep += t * float(np.log1p(-min(d.p_inf, 1.0)))
+    out = sfft.irfft(spec, n)
+    move_mean = sum(t * d.move_mean for d, t in parts)
+    move_var = sum(t * d.move_var for d, t in parts)
+    move_b = max(d.move_mean for d, _ in parts)
+    roundoff = roundoff_l2(n, spectra, float(np.sqrt(np.sum(np.square(out)))), _U)
+    start = k_lo - shift
+    p = np.maximum(np.roll(out, -(start % n)), 0.0).astype(np.float64)  # out[(start + i) mod n]
+    p_inf = float(-np.expm1(log_keep))
+    p_inf = min(p_inf * (1 + 8 * _U * (1 + len(parts))), 1.0) if upper else p_inf * (1 - 8 * _U * (1 + len(parts)))
+    return Composed(
+        h,
+        start + shift,
+        c,
+        p,
+        p_inf,
+        lam,
+        g_lam,
+        4.0 * eta_t,
+        roundoff,
+        move_mean,
+        move_var,
+        move_b,
+        read_from,
+        alias,
+        float(np.expm1(g_rel)),
+    )

@@ -1,0 +1,416 @@
+"""Accuracy control: a certified [lower, upper] on ε(δ) as narrow as asked, on grids that fit.
+
+The grid spacing is a power of two chosen from two scales: the per-step
+loss spread (a grid much coarser than a step makes both bounds loose — the
+small sampling rates of large datasets give narrow steps) and the width
+asked for (connect-the-dots error grows like T·h², so a wide target allows a
+coarse grid — large ε). The lower end comes first; the upper end's windows
+then start at it. Each end is refined by halving the spacing of the side
+that moved more, until the width is met or the grid no longer fits; a
+spacing whose grid does not fit is replaced by a coarser one (every grid
+gives sound bounds). Mechanisms with two directions are bounded by the
+larger δ: the direction whose upper bound is the largest is refined, the
+others keep the coarser (still sound) bounds they have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compose import Composed, chernoff_epsilon, choose_tilt, compose, parts_log_mgf, spread
+from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
+from .errors import lower_shift
+from .query import Reader, delta_at, epsilon_at
+
+__all__ = ["MIN_DELTA", "UPPER_H", "REL_WIDTH", "ABS_WIDTH", "Answer", "Interval", "epsilon", "delta_interval"]
+
+#: Smallest δ the PLD engine answers for: below it, floating-point round-off in
+#: the FFT (about 1e-16 per grid point) is no longer negligible next to δ.
+MIN_DELTA = 1e-12
+
+#: The upper end is computed on a grid no coarser than this (2^-14 ≈ 6.1e-5) where it fits. Both ends
+#: are connect-the-dots bounds whose error is second order in h, so on this grid the upper end is
+#: about 0.37× as far above the true ε as a bound on a 1e-4 grid (the spacing peers such as
+#: dp-accounting use): an upper end no looser than theirs, whatever interval width is asked for.
+UPPER_H = 2.0**-14
+
+#: Default interval width: at most 0.1 % of ε, or 1e-4 absolute for small ε.
+REL_WIDTH = 1e-3
+ABS_WIDTH = 1e-4
+
+#: The lower bound trades η = LOWER_ETA·δ of δ for the concentration of its rounding (lower_shift).
+LOWER_ETA = 1e-4
+
+#: A read whose round-off allowance exceeds this fraction of δ is composed again in long double.
+NOISE_LIMIT = 1e-5
+
+#: Whether long double is wider than double here (x86: 64-bit mantissa); elsewhere there is no retry.
+_EXTENDED = bool(np.finfo(np.longdouble).eps < np.finfo(np.float64).eps)
+
+#: Coarsest starting grid for ordinary ε (below 100); larger ε start from the width they allow.
+COARSEST_START = 2.0**-10
+
+
+@dataclass(frozen=True)
+class Answer:
+    lower: np.ndarray
+    upper: np.ndarray
+    h_upper: float
+    h_lower: float
+    met: np.ndarray  # whether the width target was met
+
+
+@dataclass(frozen=True)
+class Interval:
+    lower: np.ndarray
+    upper: np.ndarray
+    h: float
+
+
+def _pow2_at_most(x: float) -> float:
+    return float(2.0 ** np.floor(np.log2(max(x, 1e-300))))
+
+
+def _tail_for(mechs, delta_min: float) -> float:
+    """Per-step P-mass left outside the grid: at most 1e-9·δ in total over all steps."""
+    total = sum(t for _, t in mechs)
+    return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
+
+
+def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None):
+    """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
+    mechanism (symmetric ones serve every direction)."""
+    n_dir = max(len(m) for m, _ in mechs)
+    times: dict = {}
+    for m, t in mechs:
+        for d in m:
+            times[id(d)] = times.get(id(d), 0) + t
+    w = WIDEST_BIN if widest is None else widest
+    cache: dict = {}
+    out = []
+    for k in range(n_dir) if dirs is None else dirs:
+        parts = []
+        for m, t in mechs:
+            d = m[min(k, len(m) - 1)]
+            if id(d) not in cache:
+                cache[id(d)] = (
+                    discretise_upper(d, h, tail, w)
+                    if kind == "upper"
+                    else discretise_lower(d, h, tail, times=times[id(d)], widest=w)
+                )
+            parts.append((cache[id(d)], t))
+        out.append((k, parts))
+    return out
+
+
+def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
+    """Lower ε at each δ, with the give-back of the lower discretisation's moves (lower_shift) at the
+    price η = LOWER_ETA·δ: δ_true(ε) >= δ_lower(ε − s) − η, so ε_true >= s + (the lower answer at
+    δ + η for ε' >= −s)."""
+    eta = LOWER_ETA * dl
+    s_ = np.array([lower_shift(cp.move_mean, cp.move_var, cp.move_b, float(e)) for e in eta])
+    eps = np.zeros(dl.shape)
+    for v in np.unique(s_):
+        sel = s_ == v
+        eps[sel] = (
+            epsilon_at(cp, dl[sel] + eta[sel], -1.0, floor=-v, reader=reader) + v
+            if v > 0
+            else epsilon_at(cp, dl[sel], -1.0, reader=reader)
+        )
+    return eps
+
+
+def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None, widest=None) -> np.ndarray:
+    """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
+    each composed with the tilt for its δ. The answer for the mechanism is the maximum over
+    directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
+
+    ``cut`` (one per δ): a certified lower bound on the mechanism's ε. The windows start there
+    (:func:`.compose.compose`), so a direction's upper bound is never reported below it — which
+    cannot change the maximum over directions, as the mechanism's ε is at least ``cut`` — and a
+    lower bound that finds nothing above it makes no claim (−inf).
+    """
+    delta = np.atleast_1d(np.asarray(delta, float))
+    sign = 1.0 if kind == "upper" else -1.0
+    n_dir = max(len(m) for m, _ in mechs)
+    out = np.full((n_dir, delta.size), np.nan)
+    tail = _tail_for(mechs, float(delta.min()))
+    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest):
+        best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
+        gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
+        chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
+        tilts = np.array([lam for lam, _ in chosen])
+        for lam in np.unique(tilts):
+            sel = tilts == lam
+            dl = delta[sel]
+            # Wrap-around allowances of about 1e-10·δ at ε down to the tilt's guess (allowance
+            # e^{G−λε}·4η; see choose_tilt).
+            level = max(v for (l_, v) in chosen if l_ == lam)
+            eta_t = float(np.clip(1e-10 * dl.min() * np.exp(float(np.clip(-level, -700.0, 700.0))), 1e-300, 1e-10))
+            c_ = None
+            if cut is not None:
+                c_v = float(np.min(np.broadcast_to(cut, delta.shape)[sel]))
+                # A lower bound reads its curve at ε − s (the give-back of its moves, at most their
+                # total mean): its window starts that much lower.
+                give = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
+                c_ = c_v - 2 * h - give if np.isfinite(c_v) else None
+            # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
+            kw = dict(lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()), upper=sign > 0)
+            cp = compose(parts, **kw)
+            reader = Reader(cp)
+            eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
+            if _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
+                # The double-precision round-off bound is a visible part of δ there (reads far out in
+                # the tilted tail: tiny δ, many steps): the same composition in long double.
+                cp = compose(parts, **kw, extended=True)
+                reader = Reader(cp)
+                eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
+            best[sel] = np.maximum(best[sel], eps)
+        out[k] = best
+    return out
+
+
+def _upper_dirs(mechs, delta, h: float, guess=None, h_other: float | None = None, cut=None, widest=None):
+    """Upper bounds per direction and the spacing each was computed at.
+
+    Direction 0 (remove, for subsampled mechanisms) usually dominates, so it
+    is computed at ``h`` and the others at ``h_other`` (default 4·h); an
+    upper bound at any spacing is sound, so a coarse one that stays below
+    direction 0 settles its direction. Those that do not are recomputed at
+    ``h``. ``cut``: see :func:`_eps_dirs`.
+    """
+    delta = np.atleast_1d(np.asarray(delta, float))
+    n_dir = max(len(m) for m, _ in mechs)
+    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut, widest=widest)
+    hs = np.full(n_dir, float(h))
+    if n_dir > 1:
+        others = list(range(1, n_dir))
+        h_other = h_other or 4 * h
+        coarse_vals = _eps_dirs(mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest)
+        vals[others] = coarse_vals[others]
+        hs[others] = h_other
+        redo = [k for k in others if np.any(vals[k] >= vals[0])]
+        if redo:
+            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest)[redo]
+            hs[redo] = h
+    return vals, hs
+
+
+def _step_std(d) -> float:
+    """Standard deviation of a direction's loss under P (finite part).
+
+    The variance, not a quantile spread, is what adds up over steps (the losses of small sampling
+    rates are skewed, and a symmetrised hull has an atom at 0 holding most of its mass). From the
+    tails on a geometric ladder of losses x around 0: E[L₊^k] = ∫ k x^{k−1} P[L > x] dx and
+    E[L₋^k] = ∫ k x^{k−1} P[L <= −x] dx (trapezoids in log x; an estimate, for choosing grids).
+    """
+    if d.atoms is not None:
+        ell, p, _ = d.atoms
+        mass = float(p.sum())
+        if mass <= 0:
+            return 0.0
+        mean = float(np.dot(ell, p)) / mass
+        return float(np.sqrt(np.dot((ell - mean) ** 2, p) / mass))
+    x = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
+    t = d.cdf(np.concatenate([x, -x]))
+    up = np.minimum(t.sp[: x.size], 1.0)
+    down = np.minimum(t.fp[x.size :], 1.0)
+    lx = np.log(x)
+
+    def integral(f):  # ∫ f(x) dx = ∫ f(x)·x d(log x)
+        g = f * x
+        return float(np.sum(0.5 * (g[1:] + g[:-1]) * np.diff(lx)))
+
+    m1 = integral(up) - integral(down)
+    m2 = integral(2 * x * up) + integral(2 * x * down)
+    return float(np.sqrt(max(m2 - m1 * m1, 0.0)))
+
+
+def initial_h(mechs, width: float, delta_min: float) -> float:
+    """A starting spacing (a power of two) from a model of connect-the-dots error.
+
+    Over T steps of loss spread s, connect-the-dots on a grid h moves the
+    composed loss's mean up by at most about T·h²/8 and its variance by
+    T·h²/4; with ε ≈ mean + z·sd (z = √(2 log(1/δ))) the two move ε by
+    T·h²/8 and z·√T·(√(s² + h²/4) − s). Each is kept to a quarter of the
+    width W asked for — so a narrow step (small q, large σ) gets a grid
+    finer than its spread only where W needs it, and a large ε (a wide W)
+    a coarse grid. The refinement that follows corrects the model where
+    it is off (heavy tails).
+    """
+    best, sp = -1.0, 1.0
+    total = 0
+    for m, t in mechs:
+        total += t
+        s = max(_step_std(d) for d in m)
+        if s > 0 and t * s * s > best:
+            best, sp = t * s * s, s
+    total = max(total, 1)
+    z = float(np.sqrt(2 * np.log(1 / max(delta_min, 1e-300))))
+    h_mean = np.sqrt(2 * width / total)
+    c = width / (4 * z * np.sqrt(total))
+    h_sd = 2 * np.sqrt(2 * sp * c + c * c)
+    return _pow2_at_most(min(h_mean, h_sd))
+
+
+def _first_guess(mechs, delta, h: float) -> np.ndarray:
+    """A rough ε (Chernoff bound of the upper discretisation at h), to size the width target."""
+    out = np.zeros(np.size(delta))
+    tail = _tail_for(mechs, float(np.min(delta)))
+    for _, parts in _discretised(mechs, h, "upper", tail):
+        for i, dl in enumerate(np.atleast_1d(delta)):
+            out[i] = max(out[i], chernoff_epsilon(parts, float(np.log(dl))))
+    return out
+
+
+def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None) -> Answer:
+    """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
+
+    ``mechs`` is a list of (directions, times). The starting grid h0 comes
+    from the per-step spread and the width asked for (:func:`initial_h`);
+    a grid that does not fit is doubled until it does. Direction 0's lower
+    bound comes first, on h0; the upper bounds follow on min(h0,
+    :data:`UPPER_H`) (or h0, if that does not fit) in windows cut at it.
+    Then the two ends are refined separately: each round halves the
+    spacing of the side whose last halving moved it more (expected, for an
+    upper end not refined yet), for the direction(s) whose upper bound is
+    the largest; the others keep the coarser (still sound) bounds they
+    have. A side whose finer grid does not fit stops; the interval is
+    returned as it is, with ``met`` false where the width was missed.
+    """
+    delta = np.atleast_1d(np.asarray(delta, float))
+    if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
+        raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
+    if h0 is None:
+        h_try = initial_h(mechs, abs_, float(delta.min()))
+        for _ in range(60):
+            try:
+                guess = _first_guess(mechs, delta, h_try)
+                break
+            except MemoryError:
+                h_try *= 2
+        width = float(np.min(np.maximum(rel * guess, abs_)))
+        h0 = initial_h(mechs, width, float(delta.min()))
+    else:
+        width = float(abs_)
+    # Tail bins at most a quarter of the width asked for (their connect-the-dots error is second order
+    # in their width, and next to ε it moves ε by about that much).
+    widest = float(max(min(width / 4, 1.0 / 128), h0))
+
+    # Direction 0's lower bound first; a grid that does not fit is doubled (any grid is sound).
+    h_lo = h0
+    for _ in range(60):
+        try:
+            lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0], widest=widest)
+            break
+        except MemoryError:
+            h_lo *= 2
+    else:  # pragma: no cover - a grid of 2^60 h always fits
+        raise MemoryError("no PLD grid fits")
+
+    def cut():
+        return np.nanmax(lo_dir, axis=0)
+
+    h_up = min(h0, UPPER_H) if h_lo == h0 else h_lo
+    for _ in range(60):
+        try:
+            up_dir, h_dir = _upper_dirs(mechs, delta, h_up, h_other=4 * max(h_up, h_lo), cut=cut(), widest=widest)
+            break
+        except MemoryError:
+            h_up = h_lo if h_up < h_lo else 2 * h_up
+
+    def dominant() -> list[int]:
+        return sorted(set(np.argmax(up_dir, axis=0).tolist()))
+
+    more = [k for k in dominant() if k != 0]
+    if more:
+        try:
+            lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more, widest=widest)[more]
+        except MemoryError:
+            pass
+    # A side not yet refined goes first — except an upper end that started on the finer grid: its
+    # next halving is expected to move it by about 3/4 of its error there, which is at most
+    # (h_up/h_lo)² of the first gap if connect-the-dots error (second order) made all of it.
+    gap0 = float(np.max(up_dir.max(axis=0) - np.nanmax(lo_dir, axis=0)))
+    moved = {"upper": np.inf if h_up >= h_lo else 0.75 * (h_up / h_lo) ** 2 * gap0, "lower": np.inf}
+    stuck: set = set()
+
+    def target(up):
+        return np.maximum(rel * up, abs_)
+
+    for _ in range(40):
+        up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
+        if np.all(up - lo <= target(up)):
+            break
+        sides = [k for k in ("lower", "upper") if k not in stuck]
+        if not sides:
+            break
+        kind = max(sides, key=lambda k: moved[k])
+        # A first interval that is far too wide usually means the Chernoff tilt sits far from the
+        # answer (few steps): centre the tilt at the current upper bound instead.
+        guess = up if np.any(up - lo > 0.25 * up) else None
+        try:
+            if kind == "upper":
+                for k in dominant():
+                    new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k], cut=cut(), widest=widest)[k]
+                    h_dir[k] /= 2
+                    up_dir[k] = np.minimum(up_dir[k], new)
+                moved[kind] = float(np.max(up - up_dir.max(axis=0)))
+            else:
+                dirs = dominant()
+                # The window starts at the current lower bound: the finer one is sought above it (where
+                # it finds nothing it makes no claim, and the current bound stays).
+                new = _eps_dirs(mechs, delta, h_lo / 2, "lower", guess, dirs=dirs, cut=cut(), widest=widest)
+                h_lo /= 2
+                lo_dir[dirs] = np.fmax(lo_dir[dirs], new[dirs])
+                moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))
+        except MemoryError:
+            stuck.add(kind)
+    up = up_dir.max(axis=0)
+    up = np.where(np.isfinite(up), up, np.nan)  # no finite upper bound: no claim
+    lo = np.maximum(np.nanmax(lo_dir, axis=0), 0.0)
+    if np.any(lo > up * (1 + 1e-12) + 1e-300):
+        # A lower end above an upper end means one of them is false; neither is reported.
+        bad = lo > up * (1 + 1e-12) + 1e-300
+        lo = np.where(bad, np.nan, lo)
+        up = np.where(bad, np.nan, up)
+    lo = np.minimum(lo, up)
+    h_up_f = float(min(h_dir[k] for k in dominant()))
+    return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+
+
+def _delta_dirs(mechs, eps, h: float, kind: str) -> np.ndarray:
+    eps = np.atleast_1d(np.asarray(eps, float))
+    sign = 1.0 if kind == "upper" else -1.0
+    best = np.zeros(eps.shape)
+    tail = 1e-18 / max(sum(t for _, t in mechs), 1)
+    for _, parts in _discretised(mechs, h, kind, tail):
+        s = spread(parts)
+        ts = 2.0 ** (np.arange(-24, 16) / 2.0) / s
+        total = parts_log_mgf(parts, ts)
+        tilts = np.array([ts[int(np.nanargmin(np.where(np.isfinite(total), total - ts * e, np.inf)))] for e in eps])
+        for lam in np.unique(tilts):
+            sel = tilts == lam
+            cp = compose(parts, lam=float(lam), upper=sign > 0)
+            r = Reader(cp)
+            dl = delta_at(cp, eps[sel], sign, reader=r)
+            if sign < 0:
+                # δ_true(ε) >= δ_lower(ε − s) − η (lower_shift), with η a small fixed level.
+                eta = 1e-15
+                v = lower_shift(cp.move_mean, cp.move_var, cp.move_b, eta)
+                if v > 0:
+                    dl = np.maximum(dl, delta_at(cp, eps[sel] - v, sign, reader=r) - eta)
+            best[sel] = np.maximum(best[sel], dl)
+    return best
+
+
+def delta_interval(mechs, eps, h: float) -> Interval:
+    """[lower, upper] on δ at each ε, on the grid h."""
+    up = _delta_dirs(mechs, eps, h, "upper")
+    lo = _delta_dirs(mechs, eps, h, "lower")
+    return Interval(np.minimum(lo, up), up, h)
+
+
+__all__ += ["Discrete", "initial_h"]

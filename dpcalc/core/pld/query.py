@@ -1,0 +1,299 @@
+"""Queries: δ at ε and ε at δ from a composed PLD, with every allowance, in log space.
+
+For the grid losses ℓ_i = (k0 + i + c)h and tilted masses p̃_i of a
+:class:`.compose.Composed`, the suffix sums
+
+    A_i = Σ_{j>=i} p̃_j e^{−λ(ℓ_j − ℓ_i)},   B_i = Σ_{j>=i} p̃_j e^{−(λ+1)(ℓ_j − ℓ_i)}
+
+are taken once (:func:`geom_suffix`), each relative to its own loss, so
+nothing overflows or underflows however far the losses reach. For ε in
+[ℓ_{i−1}, ℓ_i) the losses above ε are those from i on, and
+
+    δ(ε) = P[L = ∞] + e^{G − λℓ_i} (A_i − e^{ε − ℓ_i} B_i).
+
+The upper curve adds, and the lower one subtracts, inside the same factor
+e^{G − λℓ_i}: the round-off of the composed masses (their error norm R
+times √(Σ_{j>=i} e^{−2λ(ℓ_j − ℓ_i)}) <= R/√(1 − e^{−2λh})), the rounding
+of the sums (a relative bound ρ each), and the tilted mass that may have
+wrapped around the window (its weight is at most e^{λh} there); outside it,
+the alias of a cut window; and the whole is widened by the relative error
+of e^{G} and of the exponential. ε at δ is then searched on the grid and
+solved within one segment, and the point returned is evaluated again: an
+upper end only where the upper curve is at most δ, a lower end only where
+the lower curve is above δ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .compose import Composed
+
+__all__ = ["geom_suffix", "Reader", "epsilon_at", "delta_at"]
+
+_U = float(np.finfo(float).eps)
+
+
+def geom_suffix(x: np.ndarray, rate: float) -> tuple[np.ndarray, float]:
+    """S_i = Σ_{j>=i} x_j e^{−rate·(j−i)} for x >= 0 and rate >= 0, and a bound on its relative error.
+
+    Blocks of b points (b·rate <= 32): within a block a reversed cumulative
+    sum of x_j e^{−rate·o_j} rescaled by e^{rate·o_i} (no over- or
+    underflow: both factors are within e^{±32}); across blocks the
+    recurrence S = T_b + e^{−rate·b}·S_next, solved by doubling (log2 of
+    the number of blocks passes). Every term is positive, so the relative
+    error is at most about (b + blocks + 4·log2(blocks) + 80)·u: the sums
+    within a block, and the powers e^{−rate·b·d} formed by squaring for a
+    block d blocks on (d·u).
+    """
+    n = x.size
+    if n == 0:
+        return np.zeros(0), 0.0
+    b = 1
+    while b < 1024 and 2 * b * rate <= 32.0:
+        b *= 2
+    k = -(-n // b)
+    X = np.zeros(k * b)
+    X[:n] = x
+    X = X.reshape(k, b)
+    o = np.arange(b)
+    with np.errstate(under="ignore"):
+        down = np.exp(-rate * o)
+        up = np.exp(rate * o)
+        C = np.cumsum((X * down)[:, ::-1], axis=1)[:, ::-1]  # Σ_{o' >= o} x e^{−rate·o'}
+        within = C * up
+        T = C[:, 0].copy()
+        R = float(np.exp(-rate * b))
+        S = T.copy()
+        f, step = R, 1
+        while step < k and f > 0.0:
+            S[:-step] += f * S[step:]
+            f *= f
+            step *= 2
+        nxt = np.zeros(k)
+        nxt[:-1] = S[1:]  # S at the start of the next block
+        carry = np.exp(-rate * (b - o))  # e^{−rate·(b − o)}
+        out = within + np.outer(nxt, carry)
+    rel = (b + k + 4.0 * np.log2(k + 1) + 80.0) * _U
+    return out.ravel()[:n], float(rel)
+
+
+class Reader:
+    """Upper and lower δ-curves of a composed PLD at the grid points and between them."""
+
+    def __init__(self, cp: Composed):
+        self.cp = cp
+        lam, h = cp.lam, cp.h
+        self.n = cp.p.size
+        self.A, ra = geom_suffix(cp.p, lam * h)
+        self.B, rb = geom_suffix(cp.p, (lam + 1.0) * h)
+        self.rho = max(ra, rb) + 4 * _U
+        with np.errstate(divide="ignore"):
+            self.rr = float(1.0 / np.sqrt(-np.expm1(-2.0 * lam * h)))
+        self.top = (cp.k0 + self.n - 1 + cp.c) * h
+        # First index whose loss is above the window's cut (reads start there).
+        first = 0
+        if np.isfinite(cp.read_from):
+            first = int(np.clip(np.floor(cp.read_from / h - cp.k0 - cp.c), 0, self.n))
+            while first < self.n and self.loss(first) <= cp.read_from:
+                first += 1
+            while first > 0 and self.loss(first - 1) > cp.read_from:
+                first -= 1
+        self.first = first
+
+    def loss(self, i):
+        cp = self.cp
+        return (cp.k0 + np.asarray(i) + cp.c) * cp.h
+
+    def index_after(self, eps: np.ndarray) -> np.ndarray:
+        """For each ε: the index of the first loss > ε (n if none)."""
+        cp = self.cp
+        eps = np.asarray(eps, float)
+        i = np.clip(np.floor(eps / cp.h - cp.k0 - cp.c), 0, self.n).astype(np.int64)
+        top = max(self.n - 1, 0)
+        for _ in range(64):  # the estimate is within a step or two: move it until exact
+            up = (i < self.n) & (self.loss(np.minimum(i, top)) <= eps)
+            down = (i > 0) & (self.loss(np.maximum(i - 1, 0)) > eps)
+            if not (np.any(up) or np.any(down)):
+                break
+            i = i + up - down
+        return i
+
+    def log_delta(self, i: np.ndarray, eps: np.ndarray, sign: float) -> np.ndarray:
+        """log of the upper (sign +1) or lower (−1) δ-curve at ε, given i = index_after(ε); sign 0:
+        the value without allowances (not a bound; monotone, for searches)."""
+        cp = self.cp
+        i = np.asarray(i, dtype=np.int64)
+        eps = np.asarray(eps, float)
+        inside = i < self.n
+        j = np.minimum(i, max(self.n - 1, 0))
+        ell_i = np.where(inside, self.loss(j), self.top + cp.h)
+        A = np.where(inside, self.A[j], 0.0)
+        B = np.where(inside, self.B[j], 0.0)
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            x = np.exp(np.minimum(eps - ell_i, 0.0))
+            core = np.maximum(A - x * B, 0.0)
+            reach = np.minimum(eps, self.top)
+            wrap = cp.tilted_wrap * np.exp(cp.lam * (ell_i - reach))
+            allow = cp.roundoff * self.rr + self.rho * (A + x * B) + wrap
+            log_scale = cp.g - cp.lam * ell_i
+            rel = cp.g_rel + _U * (np.abs(log_scale) + 4.0)
+            if sign > 0:
+                inner = (core + allow) * (1.0 + rel)
+                extra = cp.p_inf + cp.alias
+            elif sign == 0:
+                inner, extra = core, cp.p_inf
+            else:
+                inner = np.maximum(core * (1.0 - rel) - allow, 0.0)
+                extra = max(cp.p_inf - cp.alias, 0.0)
+            main = log_scale + np.log(inner)
+            out = np.logaddexp(main, np.log(extra)) if extra > 0 else main
+        out = np.where(np.isnan(out), np.inf if sign > 0 else -np.inf, out)
+        return np.minimum(out, 0.0) if sign > 0 else out
+
+    def noise(self, eps) -> np.ndarray:
+        """The round-off allowance relative to δ's value at each ε (without P[L = ∞]): how far the
+        two curves are apart there for floating-point reasons alone."""
+        cp = self.cp
+        eps = np.atleast_1d(np.asarray(eps, float))
+        i = self.index_after(eps)
+        inside = i < self.n
+        j = np.minimum(i, max(self.n - 1, 0))
+        A = np.where(inside, self.A[j], 0.0)
+        B = np.where(inside, self.B[j], 0.0)
+        with np.errstate(all="ignore"):
+            x = np.exp(np.minimum(eps - np.where(inside, self.loss(j), self.top + cp.h), 0.0))
+            core = A - x * B
+            r = (cp.roundoff * self.rr + self.rho * (A + x * B)) / core
+        return np.where(core > 0, r, np.inf)
+
+    def segment_solve(self, i: int, log_target: float, sign: float) -> float:
+        """Within [ℓ_{i−1}, ℓ_i] (losses above from i on): the ε where the curve, with its
+        allowance frozen at the segment's left end, meets the target (nan if it does not)."""
+        cp = self.cp
+        if i >= self.n or i < 1:
+            return float("nan")
+        lo_e = float(self.loss(i - 1))
+        ell_i = float(self.loss(i))
+        A, B = float(self.A[i]), float(self.B[i])
+        x0 = float(np.exp(lo_e - ell_i))
+        reach = min(lo_e, self.top)
+        wrap = cp.tilted_wrap * float(np.exp(cp.lam * (ell_i - reach)))
+        allow = cp.roundoff * self.rr + self.rho * (A + x0 * B) + wrap
+        log_scale = cp.g - cp.lam * ell_i
+        rel = cp.g_rel + _U * (abs(log_scale) + 4.0)
+        with np.errstate(all="ignore"):
+            extra = cp.p_inf + cp.alias if sign > 0 else max(cp.p_inf - cp.alias, 0.0)
+            target = (np.exp(log_target) - extra) * np.exp(-log_scale)
+            if sign > 0:
+                core_t = target / (1.0 + rel) - allow
+            else:
+                core_t = (target + allow) / (1.0 - rel)
+            if not (B > 0 and A > core_t and np.isfinite(core_t)):
+                return float("nan")
+            e = ell_i + np.log((A - core_t) / B)
+        return float(e) if np.isfinite(e) and lo_e <= e <= ell_i else float("nan")
+
+
+def _first_at_most(reader: Reader, log_target: float, sign: float, lo: int, hi: int) -> int:
+    """The first grid point j in [lo, hi) (ε = ℓ_{j−1}, suffix j) where the curve is at most the
+    target, assuming it is non-increasing (hi if none); every answer is re-checked by the caller."""
+
+    def val(j):
+        j = np.asarray(j, dtype=np.int64)
+        return reader.log_delta(j, reader.loss(j - 1), sign)
+
+    a, b = lo, hi
+    if a >= b:
+        return hi
+    if val(a) <= log_target:
+        return a
+    # invariant: val(a) > target; val(b) <= target or b = hi
+    while b - a > 1:
+        m = (a + b) // 2
+        if val(m) <= log_target:
+            b = m
+        else:
+            a = m
+    return b
+
+
+def epsilon_at(cp: Composed, delta, sign: float, floor: float = 0.0, reader: Reader | None = None) -> np.ndarray:
+    """ε bounds at each δ: for sign +1 the smallest checked ε >= ``floor`` where the upper δ-curve is
+    at most δ (+inf if none in the window); for −1 the largest checked ε where the lower δ-curve is
+    above δ (``floor`` if there is none above it — or −inf, no claim, when the window was cut above
+    ``floor``)."""
+    r = reader or Reader(cp)
+    delta = np.atleast_1d(np.asarray(delta, float))
+    out = np.empty(delta.shape)
+    no_claim = floor
+    if cp.read_from > floor:
+        floor, no_claim = cp.read_from, -np.inf
+    i_floor = int(r.index_after(np.array([floor]))[0])
+    lo_j = max(i_floor + 1, r.first + 1, 1)  # grid points above the floor: ε = ℓ_{j−1} >= ℓ_{i_floor}
+
+    def at(eps):
+        eps = np.atleast_1d(np.asarray(eps, float))
+        return r.log_delta(r.index_after(eps), eps, sign)
+
+    for k, dl in enumerate(delta):
+        lt = float(np.log(dl))
+        if sign > 0:
+            if at(floor)[0] <= lt:
+                out[k] = floor
+                continue
+            j = _first_at_most(r, lt, sign, lo_j, r.n + 1)
+            # Check, and walk forward past any non-monotone spot (rare: allowances only).
+            while j <= r.n and at(r.loss(j - 1))[0] > lt:
+                j += 1
+            if j > r.n:
+                out[k] = np.inf if at(r.top + cp.h)[0] > lt else float(r.top + cp.h)
+                continue
+            e_grid = float(r.loss(j - 1))
+            # The crossing is in the segment before this point (suffix j − 1; the floor's segment
+            # when j is the first point above it).
+            e = r.segment_solve(j - 1, lt, sign)
+            if np.isfinite(e):
+                e = max(float(np.nextafter(e + 4 * _U * (abs(e) + cp.h), np.inf)), floor)
+                if e < e_grid and at(e)[0] <= lt:
+                    out[k] = e
+                    continue
+            out[k] = e_grid
+        else:
+            # The lower curve need not be monotone (its allowance is large far below the tilt's
+            # centre): every point where it is above δ is below the true ε, so the answer is the
+            # *last* such point. It lies before the first point where the curve without allowances
+            # (monotone, and above the lower curve) is at most δ: search backwards from there.
+            j = _first_at_most(r, lt, 0.0, lo_j, r.n + 1)
+            j_last = -1
+            end = j
+            while end > lo_j and j_last < 0:
+                block = np.arange(max(end - 256, lo_j), end)
+                vals = r.log_delta(block, r.loss(block - 1), -1.0)
+                over = np.flatnonzero(vals > lt)
+                j_last = int(block[over[-1]]) if over.size else -1
+                end = int(block[0])
+            if j_last < 0:
+                if at(floor)[0] <= lt:
+                    out[k] = no_claim
+                    continue
+                best = floor
+            else:
+                best = float(r.loss(j_last - 1))
+            # The crossing is in the segment from that point on (suffix j_last, or the floor's).
+            e = r.segment_solve(j_last if j_last >= lo_j else i_floor, lt, sign)
+            if np.isfinite(e):
+                e = float(np.nextafter(e - 4 * _U * (abs(e) + cp.h), -np.inf))
+                if e > best and at(e)[0] > lt:
+                    best = e
+            out[k] = best
+    return out
+
+
+def delta_at(cp: Composed, eps, sign: float, reader: Reader | None = None) -> np.ndarray:
+    """δ bounds at each ε (upper for sign +1, lower for −1); ε below a cut window's start is refused."""
+    r = reader or Reader(cp)
+    eps = np.atleast_1d(np.asarray(eps, float))
+    if np.any(eps < cp.read_from):
+        raise ValueError("δ below a cut window's start is not in the window")
+    return np.exp(r.log_delta(r.index_after(eps), eps, sign))
