@@ -8,6 +8,12 @@ about a third of its time. Raising the mmap threshold to glibc's largest
 (32 MiB) and the trim threshold keeps such blocks in the heap for reuse.
 The setting is process-wide, so it is applied by the command-line entry
 point (and by the benchmarks, for every tool they time), never on import.
+
+Blocks kept that way can fragment the heap over many answers of different
+sizes (an inverse search runs dozens): :func:`release_freed_memory`
+(glibc's malloc_trim) hands the free pages back to the system, and the PLD
+engine calls it after each answer, so a long search stays within the
+memory one answer needs.
 """
 
 from __future__ import annotations
@@ -16,6 +22,29 @@ import ctypes
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+
+
+def _glibc():
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only
+        return libc
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+def release_freed_memory() -> bool:
+    """Return the heap's free pages to the system (glibc's malloc_trim); True when it did."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    try:
+        trim = libc.malloc_trim
+    except AttributeError:
+        return False
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return bool(trim(0))
 
 
 def keep_freed_memory() -> bool:

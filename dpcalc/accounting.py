@@ -141,8 +141,14 @@ class Total:
     mu: float | None = None
     rho: float | None = None
     order: float | None = None
-    #: A certified lower bound on the true ε (PLD only).
+    #: A certified lower bound on the true ε (PLD and its exact routes only).
     epsilon_lower: float | None = None
+    #: Whether the certified interval is as narrow as asked (None: no interval).
+    met: bool | None = None
+
+    @property
+    def epsilon_width(self) -> float | None:
+        return None if self.epsilon_lower is None else self.epsilon - self.epsilon_lower
 
 
 #: Part kinds the PLD engine can account for.
@@ -153,10 +159,27 @@ PLD_ONLY_KINDS = ("wgauss",)
 
 
 def pld_total(parts: list[Part], delta: float, width: float | None = None) -> Total | None:
-    """Tight total by privacy loss distributions, with a certified interval (None if a part is not supported)."""
-    from dpcalc.core import pld
+    """Tight total by privacy loss distributions, with a certified interval (None if a part is not
+    supported, or if the parts are all Gaussian: their exact μ-GDP total is reported instead).
 
-    if not parts or any(p.kind not in PLD_KINDS for p in parts) or delta < pld.MIN_DELTA:
+    One subsampled Gaussian release run once (or with every record sampled) takes the engine's exact
+    route, as plan-sgd does.
+    """
+    from dpcalc.core import pld, sgd
+
+    if not parts or any(p.kind not in PLD_KINDS for p in parts) or all(p.kind == "gauss" for p in parts):
+        return None
+    if len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss") and (parts[0].times == 1 or parts[0].rate >= 1):
+        p = parts[0]
+        sampling = "poisson" if p.kind == "sgauss" else "without-replacement"
+        kw = {} if width is None else {"rel": width, "abs_": width / 10}
+        t = sgd.tight_interval(p.rate, p.sigma, p.times, delta, sampling, **kw)
+        if not np.isfinite(t.upper[0]):
+            return None
+        return Total(
+            str(t.method[0]), str(t.bound[0]), float(t.upper[0]), delta, epsilon_lower=float(t.lower[0]), met=True
+        )
+    if delta < pld.MIN_DELTA:
         return None
     mechs = []
     for p in parts:
@@ -181,7 +204,7 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]))
+    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]), met=bool(ans.met[0]))
 
 
 def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width: float | None = None) -> list[Total]:

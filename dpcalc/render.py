@@ -25,9 +25,11 @@ def format_number(value: float, safe: str = "nearest", digits: int = SIGNIFICANT
     """Format to ``digits`` significant digits, rounding toward the safe side."""
     if value == 0:
         return "0"
-    # Float round-off (relative 1e-12 and below) is not information about
-    # privacy: 0.1 * 9 = 0.9000000000000001 is shown as 0.9, not 0.900001.
-    value = float(f"{value:.12g}")
+    if safe not in ("up", "down"):
+        # Echoed inputs: float round-off (relative 1e-12 and below) is not shown (0.1 * 9 is 0.9).
+        value = float(f"{value:.12g}")
+    # Bounds are rounded toward their safe side from the very value computed, to the last digit shown:
+    # an upper bound of 0.9000000000000001 is shown as 0.900001, never as 0.9.
     short = repr(value)
     if len(short.lstrip("-").replace(".", "").split("e")[0].strip("0")) <= digits:
         # The shortest text that reads back as this very float fits: show it

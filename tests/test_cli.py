@@ -241,9 +241,13 @@ def test_amplify_gaussian_schemes():
     doc = json.loads(run("amplify gaussian --sigma 1.1 --rate 0.01 --steps 1,10000 --scheme both --json").stdout)
     rows = {(r["scheme"], r["steps"], r["method"]): r for r in doc["rows"]}
     assert ("without-replacement", 10000, "rdp") not in rows
-    one_p, one_w = rows[("poisson", 1, "pld")], rows[("without-replacement", 1, "pld")]
-    # One step: the hull's δ(ε) is the larger direction's, the same ε as Poisson's worse direction.
+    one_p = rows[("poisson", 1, "privacy-profile")]
+    one_w = rows[("without-replacement", 1, "privacy-profile")]
+    # One step: the hull's δ(ε) is the larger direction's, the same ε as Poisson's worse direction (both by
+    # the exact route, a round-off-wide interval); it is the tightest row.
     assert one_w["epsilon_lower"] <= one_p["epsilon"] and one_p["epsilon_lower"] <= one_w["epsilon"]
+    assert one_p["bound"] == "exact" and one_p["tightest"] and one_p["epsilon_width"] < 1e-12
+    assert [r["method"] for r in doc["rows"] if r["tightest"]] == ["privacy-profile", "pld"] * 2
     assert rows[("without-replacement", 10000, "pld")]["epsilon_lower"] > rows[("poisson", 10000, "pld")]["epsilon"]
     r = run("amplify gaussian --sigma 1 --rate 0.01 --orders 2,4 --scheme without-replacement")
     assert r.exit_code == 2 and "--orders" in r.stderr

@@ -179,27 +179,42 @@ def pld_width() -> float | None:
 
 
 def pld_kw() -> dict[str, float]:
-    """Keyword arguments for the PLD engine's width target (empty for the default)."""
+    """Keyword arguments for the PLD engine's width target (empty for the default): W·ε, or W/10."""
     w = pld_width()
     return {} if w is None else {"rel": w, "abs_": w / 10}
 
 
-def pld_width_warnings(lower, upper) -> list[str]:
-    """A warning where a PLD interval is wider than asked (the engine's grid limit was reached)."""
+def width_target(upper):
+    """The PLD interval width asked for at each upper end: max(W·ε, W/10), W = --pld-width (0.001)."""
     import numpy as np
 
     from dpcalc.core.pld import ABS_WIDTH, REL_WIDTH
 
     w = pld_width()
     rel, abs_ = (REL_WIDTH, ABS_WIDTH) if w is None else (w, w / 10)
+    return np.maximum(rel * np.asarray(upper, float), abs_)
+
+
+def width_warnings(labels, lower, upper, met) -> list[str]:
+    """One warning naming each row whose certified interval is wider than asked (at most five, then a count).
+
+    ``labels`` names each row (e.g. "q=0.01, σ=1.1, T=10000, δ=1e-05"); ``met`` is the engine's own
+    verdict (it compares before the table's rounding).
+    """
+    import numpy as np
+
     lo, up = np.asarray(lower, float), np.asarray(upper, float)
-    ok = ~np.isfinite(lo) | ~np.isfinite(up) | (up - lo <= np.maximum(rel * up, abs_) * (1 + 1e-9))
-    if ok.all():
-        return []
-    return [
-        "some PLD intervals are wider than the width asked for (the engine reached its largest grid); they are "
-        "still certified bounds."
+    wide = [i for i in range(lo.size) if np.isfinite(lo[i]) and np.isfinite(up[i]) and not bool(met[i])]
+    target = width_target(up)
+    out = [
+        f"the certified interval for {labels[i]} is [{lo[i]:.6g}, {up[i]:.6g}], wider than asked "
+        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: the largest grid that fits was reached); both ends are still "
+        "certified bounds."
+        for i in wide[:5]
     ]
+    if len(wide) > 5:
+        out.append(f"{len(wide) - 5} more rows have certified intervals wider than asked (see epsilon_width in JSON).")
+    return out
 
 
 def check_wor_delta(deltas, option: str) -> None:

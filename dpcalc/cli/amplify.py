@@ -191,15 +191,17 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
     mu = gdp.clt_mu(q, s_, t)
     e_clt = sgd.epsilon(q, s_, t, d, "gdp-clt")
     rows, objects, warnings = [], [], []
+    labels = [f"q={q[i]:g}, σ={s_[i]:g}, T={int(t[i])}, δ={d[i]:g}" for i in range(q.size)]
     for sch in schemes:
         poisson = sch == "poisson"
         nb = "add-remove" if poisson else "substitution"
         e_rdp = sgd.epsilon(q, s_, t, d, "rdp") if poisson else np.full(q.shape, np.nan)
         if accountant != "rdp" or not poisson:
-            lo_pld, e_pld = sgd.pld_interval(q, s_, t, d, sch, **c.pld_kw())
-            warnings += c.pld_width_warnings(lo_pld, e_pld)
+            tight = sgd.tight_interval(q, s_, t, d, sch, **c.pld_kw())
+            lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
+            warnings += c.width_warnings(lab, tight.lower, tight.upper, tight.met)
         else:
-            lo_pld = e_pld = np.full(q.shape, np.nan)
+            tight = None
         for i in range(q.size):
             base = {
                 "sigma": c.f(s_[i]),
@@ -208,30 +210,57 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
                 "delta": c.f(d[i]),
                 "scheme": sch if scheme == "both" else None,
             }
-            if np.isfinite(e_pld[i]):
+            sound = {}
+            if tight is not None and np.isfinite(tight.upper[i]):
+                sound["tight"] = float(tight.upper[i])
+            if poisson:
+                sound["rdp"] = float(e_rdp[i])
+            best = min(sound, key=sound.get) if sound else None
+            if tight is not None and np.isfinite(tight.upper[i]):
                 rows.append(
                     dict(
-                        base, epsilon=c.f(e_pld[i]), epsilon_lower=c.f(lo_pld[i]), mu=None, method="pld", bound="upper"
+                        base,
+                        epsilon=c.f(tight.upper[i]),
+                        epsilon_lower=c.f(tight.lower[i]),
+                        epsilon_width=c.f(tight.upper[i] - tight.lower[i]),
+                        mu=None,
+                        tightest=best == "tight",
+                        method=str(tight.method[i]),
+                        bound=str(tight.bound[i]),
                     )
                 )
             if poisson:
-                rows.append(dict(base, epsilon=c.f(e_rdp[i]), epsilon_lower=None, mu=None, method="rdp", bound="upper"))
+                rows.append(
+                    dict(
+                        base,
+                        epsilon=c.f(e_rdp[i]),
+                        epsilon_lower=None,
+                        mu=None,
+                        tightest=best == "rdp",
+                        method="rdp",
+                        bound="upper",
+                    )
+                )
             rows.append(
                 dict(
                     base,
                     epsilon=c.f(e_clt[i]),
                     epsilon_lower=None,
                     mu=c.f(mu[i]),
+                    tightest=False,
                     method="gdp-clt",
                     bound="approximate",
                 )
             )
             objects.append(Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb))
         if not poisson:
-            c.refuse_pld_gaps(e_pld, q, s_, t, d, "--scheme without-replacement")
-        elif accountant != "rdp" and not np.isfinite(e_pld).all():
+            c.refuse_pld_gaps(tight.upper, q, s_, t, d, "--scheme without-replacement")
+        elif tight is not None and not np.isfinite(tight.upper).all():
+            bad = [labels[i] for i in range(q.size) if not np.isfinite(tight.upper[i])]
             warnings.append(
-                "pld could not be computed for some inputs (δ below 1e-12 or too large a grid); rdp is shown there."
+                f"the PLD engine cannot certify {bad[0]}"
+                + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
+                + " (δ below 1e-12, or no grid fits); rdp is shown there."
             )
         if poisson and (e_clt < e_rdp).any():
             warnings.append(
@@ -256,6 +285,7 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
         ("epsilon", "ε", "float", "up"),
     ]
     cols = [col for col in cols if any(r_.get(col[0]) is not None for r_ in rows)]
+    tail = ("tightest", "method", "bound")
     notes = {
         "poisson": "poisson: Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier).",
         "without-replacement": "without-replacement: m of n records, q = m/n, substitution neighbours; σ is the "
@@ -270,7 +300,12 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
         as_json,
         objects=objects,
         warnings=warnings,
-        notes=[notes[sch] for sch in schemes],
+        notes=[notes[sch] for sch in schemes]
+        + [
+            "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
+            "(pld, or the exact gdp / privacy-profile routes for q = 1 / T = 1)."
+        ],
+        tail=tail,
     )
 
 

@@ -112,6 +112,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
             [r["epsilon"] for r in releases], [r["delta"] for r in releases], [r["times"] for r in releases]
         )
         rows = [{"releases": len(releases), "epsilon": e, "delta": d, "method": "basic", "bound": "upper"}]
+        dp_warnings: list[str] = []
         if target_delta is not None:
             from dpcalc.accounting import Part, pld_total
 
@@ -127,12 +128,14 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
                     {
                         "releases": len(releases),
                         "epsilon_lower": t.epsilon_lower,
+                        "epsilon_width": t.epsilon_width,
                         "epsilon": t.epsilon,
                         "delta": t.delta,
-                        "method": "pld",
-                        "bound": "upper",
+                        "method": t.method,
+                        "bound": t.bound,
                     }
                 )
+                dp_warnings = c.width_warnings(["the pld total"], [t.epsilon_lower], [t.epsilon], [t.met])
         cols = [
             ("releases", "releases", "int"),
             ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
@@ -141,7 +144,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
         ]
         cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
         obj = Composed(tuple((DP(r["epsilon"], r["delta"]), int(r["times"])) for r in releases))
-        warnings = ["the total δ is 1 or more: the guarantee says nothing."] if d >= 1 else []
+        warnings = (["the total δ is 1 or more: the guarantee says nothing."] if d >= 1 else []) + dp_warnings
         return c.emit_rows(
             "compose dp",
             {"releases": [dict(r) for r in releases]},
@@ -493,6 +496,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         + [Part("sgauss", int(p["times"]), rate=p["rate"], sigma=p["sigma"]) for p in subsampled]
         + [Part("laplace", int(p["times"]), epsilon=p["sensitivity"] / p["scale"]) for p in laplaces]
     )
+    width_warnings = []
     for i in range(d.size if accountant != "rdp" else 0):
         t = pld_total(pld_parts, float(d[i]), c.pld_width())
         if t is not None:
@@ -501,11 +505,13 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
                     "delta": c.f(d[i]),
                     "epsilon": t.epsilon,
                     "epsilon_lower": t.epsilon_lower,
+                    "epsilon_width": t.epsilon_width,
                     "order": None,
-                    "method": "pld",
-                    "bound": "upper",
+                    "method": t.method,
+                    "bound": t.bound,
                 }
             )
+            width_warnings += c.width_warnings([f"the total at δ={d[i]:g}"], [t.epsilon_lower], [t.epsilon], [t.met])
     _mark_tightest(rows, ["delta"])
     parts = tuple(
         [(Gaussian(p["sigma"], p["sensitivity"]), int(p["times"])) for p in gaussians]
@@ -538,6 +544,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         as_json,
         tail=("tightest", "method", "bound"),
         objects=objects,
+        warnings=width_warnings,
         notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else (),
     )
 
@@ -596,11 +603,15 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
             "epsilon": t.epsilon,
             "order": t.order,
             "epsilon_lower": t.epsilon_lower,
+            "epsilon_width": t.epsilon_width,
             "method": t.method,
             "bound": t.bound,
         }
         for t in totals
     ]
+    for t in totals:
+        if t.epsilon_lower is not None:
+            warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
     _mark_tightest(rows, [])
     best = [r for r in rows if r["tightest"]][0]
     cols = [
@@ -694,6 +705,7 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
             "times": None,
             "epsilon": t.epsilon,
             "epsilon_lower": t.epsilon_lower,
+            "epsilon_width": t.epsilon_width,
             "delta": t.delta,
             "share_pct": None,
             "method": t.method,
@@ -701,6 +713,9 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         }
         for t in totals
     ]
+    for t in totals:
+        if t.epsilon_lower is not None:
+            warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
     _mark_tightest(total_rows, [])
     rows += total_rows
     top = max(zip(entry_share, book.entries), key=lambda x: x[0])

@@ -288,19 +288,20 @@ def accountant_option(f: Callable) -> Callable:
     )(f)
 
 
-#: Allowed relative width of the PLD interval (also the absolute width below ε = 1).
+#: Allowed relative width of the PLD interval (a tenth of it is the absolute width for small ε).
 PLD_WIDTH = Range(1e-6, 0.1, low_open=False, high_open=False)
 
 
 def pld_width_option(f: Callable) -> Callable:
-    """``--pld-width W``: the certified PLD interval is at most W·ε wide (W absolute below ε = 1)."""
+    """``--pld-width W``: the certified PLD interval is at most max(W·ε, W/10) wide."""
     return click.option(
         "--pld-width",
         type=NumberType(PLD_WIDTH),
         default=None,
         expose_value=False,
         callback=_to_meta("dpcalc.pld_width"),
-        help="Width of the certified PLD interval: at most W·ε (W absolute for ε < 1). Default 0.001 (0.1%). "
-        "The upper end is always computed on a grid of at most 6.25e-5; W decides how far the lower end "
-        "is refined. Narrower is slower: each halving of the grid roughly doubles the time.",
+        help="Width of the certified PLD interval: at most W·ε, or W/10 absolute where that is more (small ε). "
+        "Default 0.001: max(0.1% of ε, 1e-4). The upper end is computed on a grid of at most 2^-14 where it "
+        "fits; W decides how far the grids are refined. Narrower is slower: each halving of the grid roughly "
+        "doubles the time. Rows still wider (the largest grid reached) are named on stderr.",
     )(f)

@@ -228,64 +228,79 @@ def plan_sgd(
         raise click.UsageError("the request would print more than 100000 rows; use fewer grid points.")
     idx = np.array([p[0] for p in points])
     t_arr = np.array([p[2] for p in points])
+    qs, ss, ds = q[idx], m["sigma"][idx], m["delta"][idx]
+    labels = [f"q={qs[k]:g}, σ={ss[k]:g}, T={int(t_arr[k])}, δ={ds[k]:g}" for k in range(idx.size)]
     rows = []
-    eps_by_engine, lower = {}, None
+    by_engine: dict = {}  # engine -> (upper, lower or None, method array, bound array)
+    best = None
     for e in engines:
         if e == "pld":
-            lower, eps_by_engine[e] = sgd.pld_interval(
-                q[idx], m["sigma"][idx], t_arr, m["delta"][idx], sampling, **c.pld_kw()
-            )
-            warnings += c.pld_width_warnings(lower, eps_by_engine[e])
+            # The tight engine (PLD, or its exact routes), and for the default answer the smaller of its
+            # upper end and RDP's (sgd.best).
+            best = sgd.best(qs, ss, t_arr, ds, sampling, **c.pld_kw())
+            t = best.tight
+            warnings += c.width_warnings(labels, t.lower, t.upper, t.met)
+            if engines == ["pld"]:
+                by_engine[e] = (best.upper, best.lower, best.method, best.bound)
+            else:
+                by_engine[e] = (t.upper, t.lower, t.method, t.bound)
         else:
-            eps_by_engine[e] = sgd.epsilon(q[idx], m["sigma"][idx], t_arr, m["delta"][idx], e, sampling=sampling)
+            eps = sgd.epsilon(qs, ss, t_arr, ds, e, sampling=sampling)
+            by_engine[e] = (np.asarray(eps, float), None, np.full(idx.size, e, dtype=object), None)
     if not poisson and "pld" in engines:
-        c.refuse_pld_gaps(
-            eps_by_engine["pld"], q[idx], m["sigma"][idx], t_arr, m["delta"][idx], "--sampling without-replacement"
-        )
-    fallback = None
-    if engines == ["pld"] and poisson and not np.all(np.isfinite(eps_by_engine["pld"])):
-        # PLD declined somewhere (δ below 1e-12 or too large a grid): answer those rows by RDP.
-        bad = ~np.isfinite(eps_by_engine["pld"])
-        fallback = np.full(bad.shape, np.nan)
-        fallback[bad] = sgd.epsilon(q[idx][bad], m["sigma"][idx][bad], t_arr[bad], m["delta"][idx][bad], "rdp")
-        warnings.append("pld cannot answer some rows (δ below 1e-12 or too large a grid); those rows are by rdp.")
+        c.refuse_pld_gaps(best.tight.upper, qs, ss, t_arr, ds, "--sampling without-replacement")
+    if best is not None:
+        failed = [k for k in range(idx.size) if not np.isfinite(best.tight.upper[k])]
+        if failed:
+            shown = ", ".join(labels[k] for k in failed[:3])
+            if len(failed) > 3:
+                shown += f" and {len(failed) - 3} more"
+            then = "those rows are by rdp, without a certified lower end." if engines == ["pld"] else "see the rdp row."
+            warnings.append(f"the PLD engine cannot certify {shown} (δ below 1e-12, or no grid fits); {then}")
+        if engines == ["pld"]:
+            smaller = [k for k in range(idx.size) if best.method[k] == "rdp" and np.isfinite(best.tight.upper[k])]
+            if smaller:
+                warnings.append(
+                    f"RDP's bound is below the PLD interval's upper end for {labels[smaller[0]]}"
+                    + (f" and {len(smaller) - 1} more rows" if len(smaller) > 1 else "")
+                    + " (the interval is wider than asked there): the answer is the smaller sound bound."
+                )
     from dpcalc.core import gdp as g
 
-    mu = g.clt_mu(q[idx], m["sigma"][idx], t_arr)
-    for k, (i, ep, t) in enumerate(points):
+    mu = g.clt_mu(qs, ss, t_arr)
+    sound = [e for e in engines if e != "gdp-clt"]
+    for k, (i, ep, tt) in enumerate(points):
         base = {
             "dataset_size": int(m["dataset_size"][i]) if dataset_size is not None else None,
             "batch_size": int(m["batch_size"][i]) if batch_size is not None else None,
             "rate": c.f(q[i]),
             "noise_multiplier": c.f(m["sigma"][i]),
             "epochs": ep,
-            "steps": int(t),
+            "steps": int(tt),
             "delta": c.f(m["delta"][i]),
         }
+        finite = {e: float(by_engine[e][0][k]) for e in sound if np.isfinite(by_engine[e][0][k])}
+        tightest = min(finite, key=finite.get) if finite else None
         for e in engines:
-            if not np.isfinite(eps_by_engine[e][k]):
-                if fallback is not None and np.isfinite(fallback[k]):
-                    rows.append(dict(base, epsilon=c.f(fallback[k]), method="rdp", bound="upper"))
-                    continue
-                warnings.append(
-                    f"{e} could not be computed for some inputs (δ below 1e-12 or too large a grid); "
-                    "see the other rows."
-                )
+            up, lo, meth, bnd = by_engine[e]
+            if not np.isfinite(up[k]):
                 continue
-            rows.append(
-                dict(
-                    base,
-                    epsilon=c.f(eps_by_engine[e][k]),
-                    epsilon_lower=c.f(lower[k]) if e == "pld" else None,
-                    mu=c.f(mu[k]) if e == "gdp-clt" else None,
-                    method=e,
-                    bound=sgd.ACCOUNTANTS[e].bound,
-                )
-            )
+            row = dict(base, epsilon=c.f(up[k]), mu=c.f(mu[k]) if e == "gdp-clt" else None)
+            if lo is not None and np.isfinite(lo[k]):
+                row["epsilon_lower"] = c.f(lo[k])
+                row["epsilon_width"] = c.f(up[k] - lo[k])
+            else:
+                row["epsilon_lower"] = None
+            if len(sound) > 1:
+                row["tightest"] = e == tightest
+            row["method"] = str(meth[k])
+            row["bound"] = str(bnd[k]) if bnd is not None else sgd.ACCOUNTANTS[e].bound
+            rows.append(row)
     if "pld" in engines:
         notes.append(
-            "pld: ε is a certified upper bound and 'ε ≥' a certified lower bound on the true ε (privacy "
-            "loss distributions, pessimistic and optimistic discretisation)."
+            "ε ≥ is a certified lower bound and ε a certified upper bound on the true ε (pld: privacy loss "
+            "distributions, pessimistic and optimistic discretisation; gdp: q = 1, exactly μ-GDP; "
+            "privacy-profile: one step, its exact δ(ε))."
         )
     if "gdp-clt" in engines:
         warnings.append(
@@ -303,6 +318,7 @@ def plan_sgd(
         Column("mu", "μ (CLT)", safe="up"),
         Column("epsilon_lower", "ε ≥ (certified)", safe="down"),
         Column("epsilon", "ε", safe="up"),
+        Column("tightest", "tightest", "bool"),
         Column("method", "method", "text"),
         Column("bound", "bound", "text"),
     ]

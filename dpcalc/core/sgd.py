@@ -111,14 +111,16 @@ class Tight:
     met: np.ndarray
 
 
-def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw) -> Tight:
+def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only: bool = False, **kw) -> Tight:
     """Certified [lower, upper] on ε for each case: the exact routes where they apply, PLD elsewhere.
 
     Cases that differ only in δ share one composition per tilt (an ε(δ)
     curve comes from one composed PLD). NaN marks a case the PLD engine
     cannot certify (δ below its range, or a grid it cannot build); the
     callers answer those by another sound method and say so. ``kw`` passes
-    the width target (``rel``, ``abs_``) to the PLD engine.
+    the width target (``rel``, ``abs_``) to the PLD engine; ``upper_only``
+    asks it for a quick sound upper end alone (for searches; the lower end
+    is then 0, the trivial bound).
     """
     from . import pld
     from .pld import exact
@@ -143,8 +145,10 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw) -> T
 
     def answer(key, rows):
         with np.errstate(all="ignore"):
-            ans = pld.epsilon([(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], **kw)
-        lo[rows], up[rows], met[rows] = ans.lower, ans.upper, ans.met
+            ans = pld.epsilon(
+                [(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], upper_only=upper_only, **kw
+            )
+        lo[rows], up[rows], met[rows] = (np.zeros(len(rows)) if upper_only else ans.lower), ans.upper, ans.met
 
     failures = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
     for key, idx in groups.items():
@@ -286,12 +290,12 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp", sampling: 
 
 
 def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
-    """A sound upper bound for searches: the tight engine with a looser width target (0.5 %).
+    """A sound upper bound for searches: the tight engine's upper end alone, on its starting grid.
 
     The re-check (:func:`_checked_eps`) keeps the smaller of this and the full
     answer's upper bound, so a value this search accepts always passes it.
     """
-    up = tight_interval(q, sigma, steps, delta, sampling, rel=5e-3, abs_=5e-4).upper
+    up = tight_interval(q, sigma, steps, delta, sampling, upper_only=True).upper
     return np.where(np.isfinite(up), up, np.inf)  # no claim: the search treats it as over the target
 
 
@@ -331,8 +335,8 @@ def _clt_guess_mu(target, delta):
 
 
 def _bracket(ok_rows, guess, *, factor: float, lowest: float, highest: float, max_steps: int = 80):
-    """Around ``guess``, the nearest checked-ok point on the ladder guess·factor^k above or at it
-    and a point just below it (checked not ok, or ``lowest``), evaluating only unsettled rows.
+    """Around ``guess``, a checked-ok point above or at it and a point below that (checked not ok, or
+    ``lowest``), on a ladder of growing steps from the guess, evaluating only unsettled rows.
 
     ``ok_rows(idx, x)`` tells whether x is ok for rows idx; ok is assumed to hold for large x.
     Rows with no ok point up to ``highest`` are returned with found false.
@@ -344,10 +348,12 @@ def _bracket(ok_rows, guess, *, factor: float, lowest: float, highest: float, ma
     lo = np.where(g_ok, lowest, guess)
     x = guess.copy()
     todo = idx[~g_ok]  # not ok yet: go up
-    for _ in range(max_steps):
+    # The steps grow (factor, factor², factor⁴, … up to factor^16): a guess far off costs a few
+    # evaluations, not dozens; the bisection that follows narrows the bracket either way.
+    for k in range(max_steps):
         if todo.size == 0:
             break
-        x[todo] = np.minimum(x[todo] * factor, highest)
+        x[todo] = np.minimum(x[todo] * factor ** min(2**k, 16), highest)
         r = ok_rows(todo, x[todo])
         hi[todo[r]] = x[todo[r]]
         lo[todo[~r]] = x[todo[~r]]
@@ -356,10 +362,10 @@ def _bracket(ok_rows, guess, *, factor: float, lowest: float, highest: float, ma
     hi = np.where(found, hi, highest)
     x = guess.copy()
     todo = idx[g_ok]  # ok: go down until not ok
-    for _ in range(max_steps):
+    for k in range(max_steps):
         if todo.size == 0:
             break
-        x[todo] = x[todo] / factor
+        x[todo] = x[todo] / factor ** min(2**k, 16)
         low = x[todo] <= lowest
         lo[todo[low]] = lowest
         todo = todo[~low]
@@ -405,7 +411,8 @@ def solve_sigma(
         hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
         lo = np.full(q.shape, 1e-3)
     lo_ok = ok(lo)
-    good, _ = bisect_predicate(ok, ok=hi, bad=lo, rtol=rtol, geometric=True)
+    # Rows already settled at the lowest σ need no bisection (each evaluation is a PLD run).
+    good, _ = bisect_predicate(ok, ok=np.where(lo_ok, lo, hi), bad=lo, rtol=rtol, geometric=True, pred_rows=ok_rows)
     good = np.where(lo_ok, lo, good)
     eps = _checked_eps(accountant, q, good, t, d, sampling)
     return Solution(good, eps, found & (eps <= target))
@@ -442,13 +449,29 @@ def solve_steps(
         def over_rows(i, tt):
             return eps_rows(i, tt) > target[i]
 
-        top, base, _ = _bracket(over_rows, guess, factor=1.25, lowest=1.0, highest=float(max_steps))
+        top, base, found = _bracket(over_rows, guess, factor=1.25, lowest=1.0, highest=float(max_steps))
         base = np.maximum(np.floor(base), 1.0)
+        top_ok = ~found  # nothing up to max_steps is over: max_steps itself was checked ok
     else:
         base = np.ones_like(q)
         top = np.full(q.shape, float(max_steps))
-    top_ok = ok(top)
-    good, _ = bisect_predicate(ok, ok=base, bad=top, atol=0.5, rtol=0.0, max_iter=80)
+        top_ok = ok(top)
+
+    def ok_rows(i, tt):
+        return eps_rows(i, tt) <= target[i]
+
+    # Rows settled already (at max_steps, or over at one step) need no bisection.
+    settled = top_ok | ~one_ok
+    # To a step, or (PLD) to 1e-4 of T: the last digits of a count in the millions are not worth a PLD run each.
+    good, _ = bisect_predicate(
+        ok,
+        ok=np.where(settled, top, base),
+        bad=top,
+        atol=0.5,
+        rtol=1e-4 if accountant == "pld" else 0.0,
+        max_iter=80,
+        pred_rows=ok_rows,
+    )
     good = np.floor(good)
     good = np.where(top_ok, top, good)
     eps = _checked_eps(accountant, q, s, np.maximum(good, 1.0), d, sampling)

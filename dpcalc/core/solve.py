@@ -55,6 +55,7 @@ def bisect_predicate(
     atol: float = 0.0,
     max_iter: int = 200,
     geometric: bool = False,
+    pred_rows: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Shrink brackets where ``pred(ok)`` is true and ``pred(bad)`` false.
 
@@ -65,6 +66,10 @@ def bisect_predicate(
 
     Returns the final ``(ok, bad)``; ``ok`` is always a point at which the
     predicate was evaluated true (or the caller's initial ``ok``).
+
+    ``pred_rows(idx, x)``, if given, is used instead of ``pred`` and
+    evaluates only the rows still being narrowed (``idx``) — for
+    predicates that cost per row.
     """
     ok = np.array(ok, dtype=np.float64, copy=True)
     bad = np.array(bad, dtype=np.float64, copy=True)
@@ -85,7 +90,12 @@ def bisect_predicate(
         if not active.any():
             break
         with np.errstate(all="ignore"):
-            good = np.asarray(pred(mid), dtype=bool)
+            if pred_rows is not None:
+                good = np.zeros(mid.shape, dtype=bool)
+                rows = np.flatnonzero(active)
+                good[rows] = np.asarray(pred_rows(rows, mid[rows]), dtype=bool)
+            else:
+                good = np.asarray(pred(mid), dtype=bool)
         ok = np.where(active & good, mid, ok)
         bad = np.where(active & ~good, mid, bad)
     return ok, bad

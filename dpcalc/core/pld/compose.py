@@ -248,7 +248,7 @@ def compose(
     parts: list[tuple[Discrete, int]],
     lam: float,
     eta: float = 1e-18,
-    max_size: int = MAX_GRID,
+    max_size: int | None = None,
     cut: float | None = None,
     cut_eta: float = 1e-18,
     upper: bool = True,
@@ -274,6 +274,7 @@ def compose(
     """
     if not lam > 0:
         raise ValueError("compose needs a tilt λ > 0")
+    max_size = MAX_GRID if max_size is None else max_size
     h = parts[0][0].h
     c_total = sum(t * d.c for d, t in parts)
     shift = int(np.floor(c_total))

@@ -295,7 +295,11 @@ def discretise_lower(
         P_lo = np.maximum(P - eP, 0.0)
         Q_hi = Q + eQ
         above = max(float(t.sp[-1] - t.esp[-1]), 0.0)
-        return P_lo, Q_hi, above
+        # A bin's losses are above its lower edge's point, whose loss is within the gap of the edge:
+        # its atom is no lower (offsets in cells from the unshifted grid point, a hair lower still).
+        gap = np.broadcast_to(np.asarray(t.gap, float), edges.shape)
+        floor = (edges[:-1] - gap[:-1]) / h - nodes[:-1] - 1e-9
+        return P_lo, Q_hi, above, floor, float(gap[-1]) / h
 
     def fit(nodes, first=None):
         """Nudge the edges so that the atoms sit near a common target offset and the moves vary
@@ -306,7 +310,7 @@ def discretise_lower(
         shifting the others). Returns the best (penalty, bins, offset fit, offsets)."""
         lo_e = nodes[:-1]
         b0 = first if first is not None else bins(nodes)
-        o0 = _offsets(lo_e, b0[0], b0[1], h)
+        o0 = np.maximum(_offsets(lo_e, b0[0], b0[1], h), b0[3])
         if b0[0].size <= 2:
             f = _best_offset(o0, b0[0], times)
             return f[3], b0, f, o0
@@ -320,14 +324,14 @@ def discretise_lower(
             shift = np.zeros(b0[0].size + 1)
             shift[1:-1] = target - 0.5  # a uniform move of the inner edges puts mid-bin atoms at the target
             b = bins(nodes, shift) if target != 0.5 else b0
-            o = _offsets(lo_e, b[0], b[1], h)  # offsets from the unshifted grid points
+            o = np.maximum(_offsets(lo_e, b[0], b[1], h), b[3])  # offsets from the unshifted grid points
             nudge = shift.copy()
             for _ in range(2):  # linear corrections
                 excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
                 nudge[inner] -= 0.5 * (excess[:-1] + excess[1:])[inner[1:-1]]
                 nudge[1:-1] = np.clip(nudge[1:-1], -0.45, 0.45)  # edges stay in order
                 b = bins(nodes, nudge)
-                o = _offsets(lo_e, b[0], b[1], h)
+                o = np.maximum(_offsets(lo_e, b[0], b[1], h), b[3])
             f = _best_offset(o, b[0], times)
             if best is None or f[3] < best[0]:
                 best = (f[3], b, f, o)
@@ -349,7 +353,7 @@ def discretise_lower(
                 if cand[0] < best[0]:
                     best, chosen = cand, nodes
         idx = chosen
-    _, (P, Q, above), (c, mean, var, _), off = best
+    _, (P, Q, above, _, top_gap), (c, mean, var, _), off = best
     lo_edges = idx[:-1]
     # Grid point (k + c)h at or below each atom, k relative to j0.
     k = (lo_edges - j0) + np.floor(off - c).astype(np.int64)
@@ -357,8 +361,8 @@ def discretise_lower(
     top = int(idx[-1]) - j0
     w = np.bincount(k - k0, weights=P, minlength=top - k0)
     # The bin above the last edge (which is not nudged): its atom is above that edge's point, whose
-    # loss is within the direction's gap (far under a cell) of top·h; two cells down is below it.
-    w[top - 2 - k0] += above
+    # loss is within the direction's gap of top·h: two cells, and the gap, down is below it.
+    w[max(top - 2 - int(np.ceil(top_gap)) - k0, 0)] += above
     # Mass below the grid is dropped (moved to −∞, credited 0).
     return Discrete(h, j0 + k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h)
 

@@ -43,6 +43,9 @@ ABS_WIDTH = 1e-4
 #: The lower bound trades η = LOWER_ETA·δ of δ for the concentration of its rounding (lower_shift).
 LOWER_ETA = 1e-4
 
+#: Largest grid for the quick upper ends of searches (upper_only; no long-double retry either).
+QUICK_GRID = 1 << 20
+
 #: A read whose round-off allowance exceeds this fraction of δ is composed again in long double.
 NOISE_LIMIT = 1e-5
 
@@ -122,7 +125,9 @@ def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
     return eps
 
 
-def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None, widest=None) -> np.ndarray:
+def _eps_dirs(
+    mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None, widest=None, quick: bool = False
+) -> np.ndarray:
     """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
     each composed with the tilt for its δ. The answer for the mechanism is the maximum over
     directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
@@ -145,23 +150,27 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None
         for lam in np.unique(tilts):
             sel = tilts == lam
             dl = delta[sel]
-            # Wrap-around allowances of about 1e-10·δ at ε down to the tilt's guess (allowance
-            # e^{G−λε}·4η; see choose_tilt).
-            level = max(v for (l_, v) in chosen if l_ == lam)
-            eta_t = float(np.clip(1e-10 * dl.min() * np.exp(float(np.clip(-level, -700.0, 700.0))), 1e-300, 1e-10))
+            # Wrap-around allowance e^{G−λε}·4η of at most 1e-10·δ at every ε a read can be at: from 0
+            # (or −s), or from the window's cut (a certified lower bound) on. (Not from the tilt's guess:
+            # where the per-step loss has a heavy tail the Chernoff guess can be 20× the answer.)
+            # A lower bound reads its curve at ε − s (the give-back of its moves, at most their total
+            # mean): its window starts that much lower, and its reads from −s on.
+            give = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
             c_ = None
             if cut is not None:
                 c_v = float(np.min(np.broadcast_to(cut, delta.shape)[sel]))
-                # A lower bound reads its curve at ε − s (the give-back of its moves, at most their
-                # total mean): its window starts that much lower.
-                give = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
                 c_ = c_v - 2 * h - give if np.isfinite(c_v) else None
+            start = c_ if c_ is not None else -give
+            level = float(parts_log_mgf(parts, [lam])[0]) - lam * max(start, -give)
+            eta_t = float(np.clip(1e-10 * dl.min() * np.exp(float(np.clip(-level, -700.0, 700.0))), 1e-300, 1e-10))
             # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
             kw = dict(lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()), upper=sign > 0)
+            if quick:
+                kw["max_size"] = QUICK_GRID
             cp = compose(parts, **kw)
             reader = Reader(cp)
             eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
-            if _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
+            if not quick and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
                 # The double-precision round-off bound is a visible part of δ there (reads far out in
                 # the tilted tail: tiny δ, many steps): the same composition in long double.
                 cp = compose(parts, **kw, extended=True)
@@ -172,7 +181,9 @@ def _eps_dirs(mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None
     return out
 
 
-def _upper_dirs(mechs, delta, h: float, guess=None, h_other: float | None = None, cut=None, widest=None):
+def _upper_dirs(
+    mechs, delta, h: float, guess=None, h_other: float | None = None, cut=None, widest=None, quick: bool = False
+):
     """Upper bounds per direction and the spacing each was computed at.
 
     Direction 0 (remove, for subsampled mechanisms) usually dominates, so it
@@ -183,16 +194,16 @@ def _upper_dirs(mechs, delta, h: float, guess=None, h_other: float | None = None
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     n_dir = max(len(m) for m, _ in mechs)
-    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut, widest=widest)
+    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut, widest=widest, quick=quick)
     hs = np.full(n_dir, float(h))
     if n_dir > 1:
         others = list(range(1, n_dir))
         h_other = h_other or 4 * h
-        coarse_vals = _eps_dirs(mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest)
+        coarse_vals = _eps_dirs(mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest, quick=quick)
         vals[others] = coarse_vals[others]
         hs[others] = h_other
         redo = [k for k in others if np.any(vals[k] >= vals[0])]
-        if redo:
+        if redo and not quick:
             vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest)[redo]
             hs[redo] = h
     return vals, hs
@@ -265,7 +276,23 @@ def _first_guess(mechs, delta, h: float) -> np.ndarray:
     return out
 
 
-def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None) -> Answer:
+def epsilon(
+    mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None, upper_only: bool = False
+) -> Answer:
+    """Certified [lower, upper] on ε(δ): see :func:`_epsilon`. The heap's free pages go back to the system
+    afterwards (:func:`dpcalc._alloc.release_freed_memory`), so that many answers in a row (a search)
+    stay within the memory of one."""
+    from ..._alloc import release_freed_memory
+
+    try:
+        return _epsilon(mechs, delta, rel=rel, abs_=abs_, h0=h0, upper_only=upper_only)
+    finally:
+        release_freed_memory()
+
+
+def _epsilon(
+    mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0: float | None = None, upper_only: bool = False
+) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The starting grid h0 comes
@@ -279,6 +306,10 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
     the largest; the others keep the coarser (still sound) bounds they
     have. A side whose finer grid does not fit stops; the interval is
     returned as it is, with ``met`` false where the width was missed.
+
+    ``upper_only``: the upper end alone, on the starting grid (no lower end,
+    no refinement; the lower end returned is 0) — a quick sound bound for
+    searches.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
@@ -298,6 +329,18 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
     # Tail bins at most a quarter of the width asked for (their connect-the-dots error is second order
     # in their width, and next to ε it moves ε by about that much).
     widest = float(max(min(width / 4, 1.0 / 128), h0))
+
+    if upper_only:
+        h_up = h0
+        for _ in range(60):
+            try:
+                up_dir, _ = _upper_dirs(mechs, delta, h_up, widest=widest, quick=True)
+                break
+            except MemoryError:
+                h_up *= 2
+        up = np.minimum(up_dir.max(axis=0), _loss_cap(mechs, delta))
+        up = np.where(np.isfinite(up), up, np.nan)
+        return Answer(np.zeros(delta.shape), up, h_up, h_up, np.zeros(delta.shape, dtype=bool))
 
     # Direction 0's lower bound first; a grid that does not fit is doubled (any grid is sound).
     h_lo = h0
@@ -369,6 +412,7 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
         except MemoryError:
             stuck.add(kind)
     up = up_dir.max(axis=0)
+    up = np.minimum(up, _loss_cap(mechs, delta))
     up = np.where(np.isfinite(up), up, np.nan)  # no finite upper bound: no claim
     lo = np.maximum(np.nanmax(lo_dir, axis=0), 0.0)
     if np.any(lo > up * (1 + 1e-12) + 1e-300):
@@ -379,6 +423,27 @@ def epsilon(mechs, delta, *, rel: float = REL_WIDTH, abs_: float = ABS_WIDTH, h0
     lo = np.minimum(lo, up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
     return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+
+
+def _loss_cap(mechs, delta) -> np.ndarray:
+    """The largest loss the composition can have, per δ where that bounds ε (else inf).
+
+    If every direction's finite losses are at most its ``hi`` and P[L = ∞] = p, the composition's
+    finite losses are at most M = Σ T·hi per direction, so δ(M) = 1 − Π(1 − p)^T <= δ gives ε <= M
+    (a grid can place an atom such as Laplace's ±ε₀ between nodes and end a little above M).
+    """
+    n_dir = max(len(m) for m, _ in mechs)
+    cap = np.zeros(np.size(delta))
+    for k in range(n_dir):
+        m_k, keep = 0.0, 0.0
+        for m, t in mechs:
+            d = m[min(k, len(m) - 1)]
+            top = float(d.atoms[0].max()) if d.atoms is not None else float(d.hi)
+            m_k += t * top
+            keep += t * float(np.log1p(-min(d.p_inf, 1.0)))
+        p_inf = -np.expm1(keep) * (1 + 1e-12)
+        cap = np.maximum(cap, np.where(p_inf <= np.asarray(delta, float), m_k, np.inf))
+    return np.where(np.isfinite(cap), np.nextafter(cap * (1 + 1e-15), np.inf), np.inf)
 
 
 def _delta_dirs(mechs, eps, h: float, kind: str) -> np.ndarray:

@@ -198,7 +198,9 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
     def x_of(ell):
         # L(x) = log(1 − q + q e^{(2x−1)/(2σ²)}) = ell  ⇔  x = σ² log((e^ℓ − 1 + q)/q) + 1/2
         with np.errstate(all="ignore"):
-            la = np.log(np.expm1(ell) + q)
+            ell = np.asarray(ell, float)
+            # log(e^ℓ − 1 + q), without overflow for large ℓ: ℓ + log1p((q − 1)e^{−ℓ})
+            la = np.where(ell > 30.0, ell + np.log1p((q - 1.0) * np.exp(-np.abs(ell))), np.log(np.expm1(ell) + q))
             diff = la - log_q
             x = s2 * diff + 0.5
             zeta = 4.0 * _U * (4.0 + np.abs(la) + abs(log_q) + 2.0 * np.abs(diff) + np.abs(x) / s2)
@@ -270,9 +272,14 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
     bottom = float(np.log1p(q * np.expm1(-eps0)))  # log(1 − q + q e^{−ε₀})
 
     def m_of(ell):
-        # ℓ₀ with log(1 − q + q e^{ℓ₀}) = ℓ (−∞ where 1 − q + ... cannot reach e^ℓ)
+        # ℓ₀ with log(1 − q + q e^{ℓ₀}) = ℓ (−∞ where 1 − q + ... cannot reach e^ℓ); no overflow for large ℓ.
         with np.errstate(all="ignore"):
-            return np.where(np.expm1(ell) + q > 0, np.log(np.maximum(np.expm1(ell) + q, 1e-300)) - np.log(q), -np.inf)
+            ell = np.asarray(ell, float)
+            big = ell > 30.0
+            la = np.where(
+                big, ell + np.log1p((q - 1.0) * np.exp(-np.abs(ell))), np.log(np.maximum(np.expm1(ell) + q, 1e-300))
+            )
+            return np.where(big | (np.expm1(ell) + q > 0), la - np.log(q), -np.inf)
 
     def x_of(m):
         return (np.clip(m, -eps0, eps0) / eps0 + 1.0) / 2.0
@@ -283,7 +290,8 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
         # m = log(e^ℓ − 1 + q) − log q is computed to within (6 + |log A| + |log q|)·u + 2ε₀·u, and
         # |dℓ/dℓ₀| <= 1: a bound on the loss error of the point.
         with np.errstate(all="ignore"):
-            la = np.abs(np.log(np.abs(np.expm1(m_arg) + q)))
+            m_arg = np.asarray(m_arg, float)
+            la = np.abs(np.where(m_arg > 30.0, m_arg, np.log(np.abs(np.expm1(m_arg) + q))))
         return 4.0 * _U * (6.0 + np.nan_to_num(la, posinf=0.0, nan=0.0) + abs(log_q) + 2.0 * eps0)
 
     def m_at(ell_form, shift):
