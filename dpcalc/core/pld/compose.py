@@ -215,15 +215,17 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     return float(ts[i]), float(total[i] - ts[i] * eps_g)
 
 
-def chernoff_epsilon(parts: list[tuple[Discrete, int]], log_delta: float) -> float:
-    """min over λ of (G(λ) − log δ)/λ: an upper bound on ε at δ of the discrete composition
-    (finite part; ε >= 0), on the tilts of :func:`choose_tilt`."""
+def chernoff_epsilon(parts: list[tuple[Discrete, int]], log_delta) -> np.ndarray:
+    """min over λ of (G(λ) − log δ)/λ for each δ: upper bounds on ε of the discrete composition
+    (finite part; ε >= 0), on every other tilt of :func:`choose_tilt` (powers of 2 over the spread:
+    a rough value, for sizing the work)."""
     s = spread(parts)
-    ts = 2.0 ** (_TILT_STEPS / 2.0) / s
+    ts = 2.0 ** (_TILT_STEPS[::2] / 2.0) / s
     total = parts_log_mgf(parts, ts)
+    ld = np.atleast_1d(np.asarray(log_delta, float))
     with np.errstate(invalid="ignore"):
-        x = np.where(np.isfinite(total), (total - log_delta) / ts, np.inf)
-    return float(max(np.min(x), 0.0))
+        x = np.where(np.isfinite(total)[None, :], (total[None, :] - ld[:, None]) / ts[None, :], np.inf)
+    return np.maximum(np.min(x, axis=1), 0.0)
 
 
 def int_power(z: np.ndarray, t: int) -> np.ndarray:

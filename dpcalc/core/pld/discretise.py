@@ -49,12 +49,18 @@ MAX_NODES = 1 << 21
 MAX_SPAN = 1 << 23
 
 #: Tail bins may be 2^k grid cells wide while (their P-mass)·4^k stays below this: the mean shift that
-#: connect-the-dots adds per step is (width²/8)·mass, so wide bins cost at most this·h²/8 each.
+#: connect-the-dots adds per step is (width²/8)·mass, so wide bins cost at most this·h²/8 each. The
+#: engine's final upper ends ask for a budget relative to δ instead (a heavy tail makes ε a single
+#: step's tail event, which moves with the mass near δ itself).
 SPARSE_BUDGET = 1e-8
 
 #: A lower discretisation whose moves vary by more than this (in h², under P) also tries merging its
 #: heaviest bin with a neighbour (see :func:`discretise_lower`).
 POOR_FIT = 1e-5
+
+#: Fewer steps than this: the lower discretisation's edges are not nudged (their moves, at most a cell
+#: per step, hardly concentrate over few steps, and the nudging costs a dozen evaluations of the tails).
+FIT_FROM = 64
 
 #: Widest tail bin (loss units), unless the grid itself is coarser.
 WIDEST_BIN = 1.0 / 128
@@ -145,9 +151,13 @@ def loss_range(d: Direction, tail: float, support: bool = True) -> tuple[float, 
     return float(lo), float(hi)
 
 
-def node_edges(d: Direction, h: float, tail: float, widest: float = WIDEST_BIN) -> np.ndarray:
+def node_edges(
+    d: Direction, h: float, tail: float, widest: float = WIDEST_BIN, budget: float | None = None
+) -> np.ndarray:
     """Grid indices of the nodes (increasing): every grid point where a step's loss has mass, and
-    bins of 2^k cells in the tails while their P-mass·4^k <= SPARSE_BUDGET and 2^k·h <= ``widest``."""
+    bins of 2^k cells in the tails while their P-mass·4^k <= ``budget`` (default SPARSE_BUDGET) and
+    2^k·h <= ``widest``."""
+    budget = SPARSE_BUDGET if budget is None else budget
     lo, hi = loss_range(d, tail)
     j0 = int(np.floor(lo / h)) - 1
     j1 = int(np.ceil(hi / h)) + 1
@@ -170,7 +180,7 @@ def node_edges(d: Direction, h: float, tail: float, widest: float = WIDEST_BIN) 
     P = np.maximum(P, 0.0) + eP
     # Level k per coarse bin: sub-bins of 2^k cells hold about P·2^(k−K) each; keep that·4^k <= budget.
     with np.errstate(divide="ignore"):
-        k = np.floor((np.log2(SPARSE_BUDGET / np.maximum(P, 1e-300)) + big_k) / 3.0)
+        k = np.floor((np.log2(budget / np.maximum(P, 1e-300)) + big_k) / 3.0)
     k = np.clip(k, 0, big_k).astype(np.int64)
     counts = 1 << (big_k - k)  # sub-bins per coarse bin
     total = int(counts.sum())
@@ -201,7 +211,9 @@ def _bin_masses(t):
     return P, Q, eP, eQ
 
 
-def discretise_upper(d: Direction, h: float, tail: float = 1e-30, widest: float = WIDEST_BIN) -> Discrete:
+def discretise_upper(
+    d: Direction, h: float, tail: float = 1e-30, widest: float = WIDEST_BIN, budget: float | None = None
+) -> Discrete:
     """A dominating discrete PLD on the grid jh (connect the dots, rounded toward the safe side).
 
     For a bin of exact masses (P, Q) between nodes a < b, connect the dots
@@ -212,7 +224,7 @@ def discretise_upper(d: Direction, h: float, tail: float = 1e-30, widest: float 
     formula, so that the bin puts at least the exact total mass at or above
     a and at least the exact v at b.
     """
-    idx = node_edges(d, h, tail, widest)
+    idx = node_edges(d, h, tail, widest, budget)
     j0 = int(idx[0])
     m = int(idx[-1]) - j0 + 1
     if d.atoms is not None:
@@ -338,8 +350,13 @@ def discretise_lower(
         return best
 
     b_first = bins(idx)
-    best = fit(idx, b_first)
-    if b_first[0].size > 4 and best[2][2] > POOR_FIT:
+    if times < FIT_FROM:
+        o = np.maximum(_offsets(lo_edges, b_first[0], b_first[1], h), b_first[3])
+        f = _best_offset(o, b_first[0], times)
+        best = (f[3], b_first, f, o)
+    else:
+        best = fit(idx, b_first)
+    if times >= FIT_FROM and b_first[0].size > 4 and best[2][2] > POOR_FIT:
         # Mass concentrated within a cell or two (the bulk of a small sampling rate, piled against
         # the support's end) leaves two or three heavy atoms that no nudge can line up: merging the
         # heaviest bin with a neighbour (any coarser partition is still a post-processing) often

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .compose import Composed, chernoff_epsilon, choose_tilt, compose, parts_log_mgf, spread
+from . import discretise as D
+from .compose import MAX_GRID, Composed, choose_tilt, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import lower_shift
 from .query import Reader, delta_at, epsilon_at
@@ -49,8 +50,17 @@ QUICK_GRID = 1 << 20
 #: A read whose round-off allowance exceeds this fraction of δ is composed again in long double.
 NOISE_LIMIT = 1e-5
 
+#: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail dropped
+#: (1e-9·δ/T), so that they move δ by a small fraction of itself even where a single step's heavy tail
+#: makes ε (round-off and the other allowances are kept to NOISE_LIMIT·δ and 1e-9·δ).
+FINE_TAIL_BUDGET = 1e6
+
 #: Whether long double is wider than double here (x86: 64-bit mantissa); elsewhere there is no retry.
 _EXTENDED = bool(np.finfo(np.longdouble).eps < np.finfo(np.float64).eps)
+
+#: The spread model of :func:`initial_h` overstates connect-the-dots error (measured: the first
+#: intervals came out 3-10x narrower than asked); its width is scaled by this.
+SD_SLACK = 2.0
 
 #: Coarsest starting grid for ordinary ε (below 100); larger ε start from the width they allow.
 COARSEST_START = 2.0**-10
@@ -82,9 +92,10 @@ def _tail_for(mechs, delta_min: float) -> float:
     return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
 
 
-def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None):
+def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None, fine_tails: bool = False):
     """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
-    mechanism (symmetric ones serve every direction)."""
+    mechanism (symmetric ones serve every direction). ``fine_tails``: an upper discretisation whose
+    sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET·``tail`` (see :func:`node_edges`)."""
     n_dir = max(len(m) for m, _ in mechs)
     times: dict = {}
     for m, t in mechs:
@@ -99,7 +110,9 @@ def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None
             d = m[min(k, len(m) - 1)]
             if id(d) not in cache:
                 cache[id(d)] = (
-                    discretise_upper(d, h, tail, w)
+                    discretise_upper(
+                        d, h, tail, w, min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * tail) if fine_tails else None
+                    )
                     if kind == "upper"
                     else discretise_lower(d, h, tail, times=times[id(d)], widest=w)
                 )
@@ -126,8 +139,19 @@ def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
 
 
 def _eps_dirs(
-    mechs, delta, h: float, kind: str, guess=None, dirs=None, cut=None, widest=None, quick: bool = False
+    mechs,
+    delta,
+    h: float,
+    kind: str,
+    guess=None,
+    dirs=None,
+    cut=None,
+    widest=None,
+    quick: bool = False,
+    stats: dict | None = None,
 ) -> np.ndarray:
+    # (quick: a search's bound, on a coarse grid with coarse tails, no long-double retry. stats: records
+    # the highest loss of the composed windows as "top".)
     """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
     each composed with the tilt for its δ. The answer for the mechanism is the maximum over
     directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
@@ -142,7 +166,7 @@ def _eps_dirs(
     n_dir = max(len(m) for m, _ in mechs)
     out = np.full((n_dir, delta.size), np.nan)
     tail = _tail_for(mechs, float(delta.min()))
-    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest):
+    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
         chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
@@ -167,22 +191,38 @@ def _eps_dirs(
             kw = dict(lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()), upper=sign > 0)
             if quick:
                 kw["max_size"] = QUICK_GRID
-            cp = compose(parts, **kw)
+            # After one composition of this answer needed long double (same δ, other grid or side),
+            # the others go straight to it.
+            ext_key = "extended"
+            direct = bool(not quick and _EXTENDED and stats is not None and stats.get(ext_key))
+            cp = compose(parts, **kw, extended=direct)
+            if stats is not None:
+                stats["top"] = max(stats.get("top", -np.inf), (cp.k0 + cp.p.size + cp.c) * h)
             reader = Reader(cp)
             eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
-            if not quick and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
+            if not (quick or direct) and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
                 # The double-precision round-off bound is a visible part of δ there (reads far out in
                 # the tilted tail: tiny δ, many steps): the same composition in long double.
                 cp = compose(parts, **kw, extended=True)
                 reader = Reader(cp)
                 eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
+                if stats is not None:
+                    stats[ext_key] = True
             best[sel] = np.maximum(best[sel], eps)
         out[k] = best
     return out
 
 
 def _upper_dirs(
-    mechs, delta, h: float, guess=None, h_other: float | None = None, cut=None, widest=None, quick: bool = False
+    mechs,
+    delta,
+    h: float,
+    guess=None,
+    h_other: float | None = None,
+    cut=None,
+    widest=None,
+    quick: bool = False,
+    stats: dict | None = None,
 ):
     """Upper bounds per direction and the spacing each was computed at.
 
@@ -194,17 +234,21 @@ def _upper_dirs(
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     n_dir = max(len(m) for m, _ in mechs)
-    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut, widest=widest, quick=quick)
+    vals = _eps_dirs(mechs, delta, h, "upper", guess, dirs=[0], cut=cut, widest=widest, quick=quick, stats=stats)
     hs = np.full(n_dir, float(h))
     if n_dir > 1:
         others = list(range(1, n_dir))
         h_other = h_other or 4 * h
-        coarse_vals = _eps_dirs(mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest, quick=quick)
+        coarse_vals = _eps_dirs(
+            mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest, quick=quick, stats=stats
+        )
         vals[others] = coarse_vals[others]
         hs[others] = h_other
         redo = [k for k in others if np.any(vals[k] >= vals[0])]
         if redo and not quick:
-            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest)[redo]
+            vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest, stats=stats)[
+                redo
+            ]
             hs[redo] = h
     return vals, hs
 
@@ -261,19 +305,58 @@ def initial_h(mechs, width: float, delta_min: float) -> float:
     total = max(total, 1)
     z = float(np.sqrt(2 * np.log(1 / max(delta_min, 1e-300))))
     h_mean = np.sqrt(2 * width / total)
-    c = width / (4 * z * np.sqrt(total))
+    c = SD_SLACK * width / (4 * z * np.sqrt(total))
     h_sd = 2 * np.sqrt(2 * sp * c + c * c)
     return _pow2_at_most(min(h_mean, h_sd))
 
 
-def _first_guess(mechs, delta, h: float) -> np.ndarray:
-    """A rough ε (Chernoff bound of the upper discretisation at h), to size the width target."""
-    out = np.zeros(np.size(delta))
-    tail = _tail_for(mechs, float(np.min(delta)))
-    for _, parts in _discretised(mechs, h, "upper", tail):
-        for i, dl in enumerate(np.atleast_1d(delta)):
-            out[i] = max(out[i], chernoff_epsilon(parts, float(np.log(dl))))
-    return out
+def _log_mgf_estimate(d, ts: np.ndarray, tail: float) -> np.ndarray:
+    """An estimate of log E_P[e^{tL}; L <= x_tail] for each t, x_tail where P[L > x] falls to ``tail``
+    (the engine sends that mass to +∞), from the tails on the ladder of :func:`_step_std`:
+    P[L <= x_tail] + ∫₀^x_tail t e^{tx} P[x < L <= x_tail] dx − ∫₀^∞ t e^{−tx} P[L <= −x] dx
+    (rectangles in log x, in log space). For sizing the work only."""
+    if d.atoms is not None:
+        ell, p, _ = d.atoms
+        with np.errstate(divide="ignore"):
+            m = np.log(np.maximum(p, 0.0))[None, :] + ts[:, None] * ell[None, :]
+        mx = np.max(m, axis=1)
+        return mx + np.log(np.sum(np.exp(m - mx[:, None]), axis=1))
+    x = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
+    t = d.cdf(np.concatenate([x, -x]))
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        sp = t.sp[: x.size]
+        keep = sp > tail
+        log_up = np.where(keep, np.log(np.clip(sp - tail, 0.0, 1.0)), -np.inf)
+        log_down = np.log(np.clip(t.fp[x.size :], 0.0, 1.0))
+        base = np.log(ts)[:, None] + np.log(x)[None, :] + np.log(np.log(2.0) / 4.0)
+
+        def lse(m):
+            mx = np.max(m, axis=1)
+            mx = np.where(np.isfinite(mx), mx, 0.0)
+            return mx + np.log(np.sum(np.exp(m - mx[:, None]), axis=1))
+
+        a = lse(base + ts[:, None] * x[None, :] + log_up[None, :])
+        i_down = np.exp(lse(base - ts[:, None] * x[None, :] + log_down[None, :]))
+        rest = np.log(np.maximum(1.0 - min(d.p_inf, 1.0) - tail - i_down, 1e-300))
+        return np.logaddexp(a, rest)
+
+
+def _first_guess(mechs, delta) -> np.ndarray:
+    """A rough ε: the Chernoff bound min_t (Σ T·log E[e^{tL}] − log δ)/t from :func:`_log_mgf_estimate`,
+    on tilts that are powers of 2 over the composed spread — to size the width target and the work
+    (no claim is made from it)."""
+    var = sum(t * max(_step_std(d) for d in m) ** 2 for m, t in mechs)
+    ts = 2.0 ** (np.arange(-24, 25, dtype=float) / 2) / max(float(np.sqrt(var)), 1e-12)
+    n_dir = max(len(m) for m, _ in mechs)
+    ld = np.log(np.atleast_1d(np.asarray(delta, float)))
+    tail = _tail_for(mechs, float(np.exp(ld.min())))
+    out = np.zeros(ld.shape)
+    for k in range(n_dir):
+        total = sum(t * _log_mgf_estimate(m[min(k, len(m) - 1)], ts, tail) for m, t in mechs)
+        with np.errstate(invalid="ignore"):
+            x = np.where(np.isfinite(total)[None, :], (total[None, :] - ld[:, None]) / ts[None, :], np.inf)
+        out = np.maximum(out, np.min(x, axis=1))
+    return np.where(np.isfinite(out), out, 0.0)
 
 
 def epsilon(
@@ -315,17 +398,11 @@ def _epsilon(
     if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
         raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
     if h0 is None:
-        h_try = initial_h(mechs, abs_, float(delta.min()))
-        for _ in range(60):
-            try:
-                guess = _first_guess(mechs, delta, h_try)
-                break
-            except MemoryError:
-                h_try *= 2
+        guess = _first_guess(mechs, delta)
         width = float(np.min(np.maximum(rel * guess, abs_)))
         h0 = initial_h(mechs, width, float(delta.min()))
     else:
-        width = float(abs_)
+        width, guess = float(abs_), None
     # Tail bins at most a quarter of the width asked for (their connect-the-dots error is second order
     # in their width, and next to ε it moves ε by about that much).
     widest = float(max(min(width / 4, 1.0 / 128), h0))
@@ -342,11 +419,28 @@ def _epsilon(
         up = np.where(np.isfinite(up), up, np.nan)
         return Answer(np.zeros(delta.shape), up, h_up, h_up, np.zeros(delta.shape, dtype=bool))
 
+    # Small ε (the Chernoff guess within a few times the absolute width): the upper ends first, on the
+    # finer grid — where they are at most the absolute width, [0, upper] is the answer and no lower
+    # end is needed. Otherwise they are kept (sound) and the lower end follows as usual.
+    stats: dict = {}  # shared by this answer's compositions (see _eps_dirs)
+    early = None
+    if guess is not None and np.all(guess <= 8 * abs_):
+        try:
+            early = _upper_dirs(mechs, delta, min(h0, UPPER_H), widest=widest, stats=stats)
+        except MemoryError:
+            early = None
+        if early is not None:
+            up = np.where(np.isfinite(early[0].max(axis=0)), early[0].max(axis=0), np.nan)
+            up = np.minimum(up, _loss_cap(mechs, delta))
+            if np.all(up <= abs_):
+                h_e = float(np.min(early[1]))
+                return Answer(np.zeros(delta.shape), up, h_e, h_e, np.ones(delta.shape, dtype=bool))
+
     # Direction 0's lower bound first; a grid that does not fit is doubled (any grid is sound).
     h_lo = h0
     for _ in range(60):
         try:
-            lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0], widest=widest)
+            lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0], widest=widest, stats=stats)
             break
         except MemoryError:
             h_lo *= 2
@@ -356,13 +450,25 @@ def _epsilon(
     def cut():
         return np.nanmax(lo_dir, axis=0)
 
-    h_up = min(h0, UPPER_H) if h_lo == h0 else h_lo
+    # The upper end on UPPER_H, or the finest grid on which its window — from the lower end to about
+    # the top of the lower end's window — would fit.
+    span = stats.get("top", 0.0) - float(np.min(np.where(np.isfinite(cut()), cut(), 0.0)))
+    # (The lower end's window is wider than the upper end's, which is tilted further: a guess on the
+    # fine side, corrected by doubling where it does not fit.)
+    h_fit = _pow2_at_most(max(span, 0.0) / MAX_GRID) / 2
+    h_up = min(max(UPPER_H, h_fit), h_lo)
     for _ in range(60):
+        if early is not None:
+            up_dir, h_dir = early
+            h_up = float(h_dir[0])
+            break
         try:
-            up_dir, h_dir = _upper_dirs(mechs, delta, h_up, h_other=4 * max(h_up, h_lo), cut=cut(), widest=widest)
+            up_dir, h_dir = _upper_dirs(
+                mechs, delta, h_up, h_other=4 * max(h_up, h_lo), cut=cut(), widest=widest, stats=stats
+            )
             break
         except MemoryError:
-            h_up = h_lo if h_up < h_lo else 2 * h_up
+            h_up = 2 * h_up
 
     def dominant() -> list[int]:
         return sorted(set(np.argmax(up_dir, axis=0).tolist()))
@@ -370,7 +476,7 @@ def _epsilon(
     more = [k for k in dominant() if k != 0]
     if more:
         try:
-            lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more, widest=widest)[more]
+            lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more, widest=widest, stats=stats)[more]
         except MemoryError:
             pass
     # A side not yet refined goes first — except an upper end that started on the finer grid: its
@@ -397,7 +503,9 @@ def _epsilon(
         try:
             if kind == "upper":
                 for k in dominant():
-                    new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k], cut=cut(), widest=widest)[k]
+                    new = _eps_dirs(
+                        mechs, delta, h_dir[k] / 2, "upper", guess, dirs=[k], cut=cut(), widest=widest, stats=stats
+                    )[k]
                     h_dir[k] /= 2
                     up_dir[k] = np.minimum(up_dir[k], new)
                 moved[kind] = float(np.max(up - up_dir.max(axis=0)))
@@ -405,7 +513,9 @@ def _epsilon(
                 dirs = dominant()
                 # The window starts at the current lower bound: the finer one is sought above it (where
                 # it finds nothing it makes no claim, and the current bound stays).
-                new = _eps_dirs(mechs, delta, h_lo / 2, "lower", guess, dirs=dirs, cut=cut(), widest=widest)
+                new = _eps_dirs(
+                    mechs, delta, h_lo / 2, "lower", guess, dirs=dirs, cut=cut(), widest=widest, stats=stats
+                )
                 h_lo /= 2
                 lo_dir[dirs] = np.fmax(lo_dir[dirs], new[dirs])
                 moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))

@@ -1,7 +1,7 @@
 """Exact routes: ε of T Gaussian steps (q = 1) and of one subsampled Gaussian step (T = 1).
 
 Both have closed-form privacy curves, so no discretisation is needed: ε(δ)
-is found by bisection on a curve whose floating-point value comes with an
+is found by a bracketing search (regula falsi) on a curve whose floating-point value comes with an
 error bound, which makes the answer a certified interval whose width is
 round-off only (about 1e-13 relative).
 
@@ -39,15 +39,20 @@ __all__ = ["gaussian_interval", "subsampled_step_interval"]
 _U = float(np.finfo(float).eps)
 
 
-def _bisect(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 200):
+def _bisect(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
     """For curves decreasing in x >= 0 with certified ``bounds(x) -> (lo, hi)`` of log δ(x):
     (x_lo, x_up) where hi(x_up) <= target and lo(x_lo) > target were evaluated (x_lo = 0 when even
     lo(0) is not above the target: no claim beyond x >= 0). x_up is inf where no checked point was found.
+
+    The root of the midpoint curve is found by regula falsi with the Illinois modification (a
+    ends kept twice are halved) on √(−log δ), to a few ulps; the two ends are then the
+    nearest points of a ladder x·(1 ± 2^k·u) around it at which the bounds are checked — so the
+    interval is as wide as the round-off of the bounds, and every end returned was evaluated.
     """
     t = log_target
     zero = np.zeros_like(top)
     lo0, hi0 = bounds(zero)
-    # Upper end: bracket [a, b] with hi(b) <= t checked, hi(a) > t (or a = 0).
+    # A point b with hi(b) <= t, checked.
     b = top.copy()
     ok_b = bounds(b)[1] <= t
     for _ in range(60):  # widen where the starting point was not enough (huge round-off)
@@ -56,44 +61,60 @@ def _bisect(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 200):
         b = np.where(ok_b, b, b * 2.0 + 1.0)
         ok_b = ok_b | (bounds(b)[1] <= t)
     b = np.where(ok_b, b, np.inf)
-    up_done = (hi0 <= t) | ~ok_b
-    x_up = np.where(hi0 <= t, 0.0, b)
-    a = zero.copy()
-    # Lower end: bracket [c, d] with lo(c) > t checked (or c = 0, no claim) and lo(d) <= t.
-    c = zero.copy()
-    d = np.where(np.isfinite(b), b, top)
-    lo_done = lo0 <= t
+    fin = np.isfinite(b)
+
+    def g(x):
+        # In √(−log δ), which Gaussian tails make nearly linear in x (so regula falsi is fast).
+        lo_, hi_ = bounds(x)
+        m = np.where(np.isfinite(lo_), 0.5 * (lo_ + hi_), hi_)
+        return np.sqrt(-t) - np.sqrt(np.maximum(-m, 0.0))
+
+    # Regula falsi on the midpoint curve over [a, c]: g(a) > 0 >= g(c).
+    a, c = zero.copy(), np.where(fin, b, 0.0)
+    ga, gc = g(a), g(c)
+    active = fin & (ga > 0) & (gc <= 0)
+    root = np.where(fin, b, top)
+    tol = 4 * _U * (np.sqrt(np.abs(t)) + 1.0)
+    side = np.zeros(top.shape, dtype=np.int8)
     for _ in range(iters):
-        active_u = ~up_done & (x_up - a > 1e-15 * x_up)
-        active_l = ~lo_done & (d - c > 1e-15 * d)
-        if not (active_u.any() or active_l.any()):
+        act = active & (c - a > 4 * _U * c)
+        if not act.any():
             break
-        mu_ = np.where(active_u, a + 0.5 * (x_up - a), 0.0)
-        ml_ = np.where(active_l, c + 0.5 * (d - c), 0.0)
-        mid = np.where(active_u, mu_, ml_)
-        both = active_u & active_l
-        lo_m, hi_m = bounds(mid)
-        if both.any():
-            lo_l, _ = bounds(ml_)
-        else:
-            lo_l = lo_m
-        lo_for_l = np.where(both, lo_l, lo_m)
-        gu = hi_m <= t
-        x_up = np.where(active_u & gu, mu_, x_up)
-        a = np.where(active_u & ~gu, mu_, a)
-        gl = lo_for_l > t
-        c = np.where(active_l & gl, ml_, c)
-        d = np.where(active_l & ~gl, ml_, d)
-        up_done |= ~active_u
-        lo_done |= ~active_l
-    return c, x_up
+        with np.errstate(all="ignore"):
+            x = c - gc * (c - a) / (gc - ga)
+        bad = ~np.isfinite(x) | (x <= a) | (x >= c)
+        x = np.where(act, np.where(bad, a + 0.5 * (c - a), x), a)
+        gx = g(x)
+        root = np.where(act, x, root)
+        active &= ~(np.abs(gx) <= tol)  # converged: the ladder below finds the checked ends
+        down = act & (gx <= 0)  # x replaces c
+        up = act & ~(gx <= 0)  # x replaces a
+        ga = np.where(down & (side == 1), 0.5 * ga, ga)  # Illinois: the end kept twice is halved
+        gc = np.where(up & (side == -1), 0.5 * gc, gc)
+        c, gc = np.where(down, x, c), np.where(down, gx, gc)
+        a, ga = np.where(up, x, a), np.where(up, gx, ga)
+        side = np.where(down, 1, np.where(up, -1, side)).astype(np.int8)
+    # Ladders around the root: the nearest checked point on each side.
+    k = 2.0 ** np.arange(0, 60, dtype=float)[:, None] * _U
+    tiny = np.finfo(float).tiny
+    ups = np.concatenate([root[None, :] * (1 + k) + tiny, b[None, :]], axis=0)
+    downs = root[None, :] * (1 - np.minimum(k, 1.0))
+    lo_u, hi_u = bounds(ups)
+    lo_d, _ = bounds(downs)
+    good_u = hi_u <= t
+    x_up = np.where(good_u.any(axis=0), np.take_along_axis(ups, np.argmax(good_u, axis=0)[None, :], 0)[0], np.inf)
+    x_up = np.where(hi0 <= t, 0.0, np.where(fin, np.minimum(x_up, b), np.inf))
+    good_d = lo_d > t
+    x_lo = np.where(good_d.any(axis=0), np.take_along_axis(downs, np.argmax(good_d, axis=0)[None, :], 0)[0], 0.0)
+    x_lo = np.where(lo0 <= t, 0.0, x_lo)
+    return x_lo, x_up
 
 
 def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:
     """x moved by a relative margin (plus one ulp) toward the safe side."""
     with np.errstate(invalid="ignore"):
         y = x * (1.0 + rel) if up else x * (1.0 - rel)
-        # 0 stays 0: it is where the curve was checked (a bisection end), not a rounded value.
+        # 0 stays 0: it is where the curve was checked (a search end), not a rounded value.
         return np.where(x == 0, 0.0, np.nextafter(y, np.inf if up else 0.0))
 
 
@@ -134,25 +155,28 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
         top_r = mu * mu / 2 + mu * np.sqrt(-2.0 * np.minimum(t_r, -1e-300))
         e_q = 2 * _U * np.abs(log_q)
 
-        def rem(ep):
-            lo, hi = _log_delta_bounds(mu, ep)
-            return lo + log_q - e_q, hi + log_q + e_q
-
-        lo_r, up_r = _bisect(rem, log_d, np.where(t_r < 0, top_r, 0.0))
-        lo_r = np.where(t_r < 0, lo_r, 0.0)
-        up_r = np.where(t_r < 0, up_r, 0.0)
-
         # add: δ_a = q·e^{ε − ε*}·δ_μ(ε*), in ε* >= 0.
         top_a = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)
 
-        def add(es):
-            lo, hi = _log_delta_bounds(mu, es)
-            e = _add_eps(q, es)
-            pre = log_q - es + e
-            err = 4 * _U * (np.abs(log_q) + es + e + 1.0)
+        # Both directions in one search (one evaluation of the Gaussian curve per step for both).
+        n = mu.size
+        mu2, q2 = np.concatenate([mu, mu]), np.concatenate([q, q])
+        log_q2, e_q2 = np.concatenate([log_q, log_q]), np.concatenate([e_q, np.zeros(n)])
+        is_add = np.arange(2 * n) >= n
+
+        def both(x):
+            lo, hi = _log_delta_bounds(mu2, x)
+            e = _add_eps(q2, x)
+            pre = np.where(is_add, log_q2 - x + e, log_q2)
+            err = np.where(is_add, 4 * _U * (np.abs(log_q2) + x + e + 1.0), e_q2)
             return lo + pre - err, hi + pre + err
 
-        lo_a, up_a = _bisect(add, log_d, top_a)
+        lo_x, up_x = _bisect(
+            both, np.concatenate([log_d, log_d]), np.concatenate([np.where(t_r < 0, top_r, 0.0), top_a])
+        )
+        lo_r, up_r, lo_a, up_a = lo_x[:n], up_x[:n], lo_x[n:], up_x[n:]
+        lo_r = np.where(t_r < 0, lo_r, 0.0)
+        up_r = np.where(t_r < 0, up_r, 0.0)
 
     eps_up = np.maximum(_round(_remove_eps(q, up_r), 8 * _U, True), _round(_add_eps(q, up_a), 8 * _U, True))
     eps_lo = np.maximum(_round(_remove_eps(q, lo_r), 8 * _U, False), _round(_add_eps(q, lo_a), 8 * _U, False))

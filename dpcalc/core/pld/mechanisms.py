@@ -86,15 +86,17 @@ class Direction:
 def _ndtr_pair(z, dz):
     """Φ(z), Φ(−z) and bounds on their absolute errors, for an argument z known to within dz."""
     z = np.asarray(z, float)
-    v = special.ndtr(z)
-    w = special.ndtr(-z)
+    vw = special.ndtr(np.stack([z, -z]))
+    v, w = vw[0], vw[1]
     with np.errstate(invalid="ignore", over="ignore"):
-        small = np.minimum(v, w)
-        rel = (_U * (64.0 + 4.0 * z * z) + (np.abs(z) + 2.0) * dz) * small
-        fin = np.isfinite(z)
-        ev = np.where(fin, rel + np.where(z > 0, 4.0 * _U, 0.0) + 2.0 * _U * v + 1e-300, 0.0)
-        ew = np.where(fin, rel + np.where(z < 0, 4.0 * _U, 0.0) + 2.0 * _U * w + 1e-300, 0.0)
-    return v, w, np.nan_to_num(ev, nan=0.0, posinf=1.0), np.nan_to_num(ew, nan=0.0, posinf=1.0)
+        base = (_U * (64.0 + 4.0 * z * z) + (np.abs(z) + 2.0) * dz) * np.minimum(v, w) + 1e-300
+        ev = base + (z > 0) * (4.0 * _U) + 2.0 * _U * v
+        ew = base + (z < 0) * (4.0 * _U) + 2.0 * _U * w
+        # Infinite z: exact (0 or 1). A bound that is not finite (z² overflows where Φ is 0): at most 1.
+        ok = np.isfinite(z)
+        ev = np.where(ok, np.where(ev <= 1.0, ev, np.where(np.isnan(ev), 0.0, 1.0)), 0.0)
+        ew = np.where(ok, np.where(ew <= 1.0, ew, np.where(np.isnan(ew), 0.0, 1.0)), 0.0)
+    return v, w, ev, ew
 
 
 def gaussian(mu: float) -> list[Direction]:
@@ -106,8 +108,9 @@ def gaussian(mu: float) -> list[Direction]:
         a = (ell - half) / mu
         b = (ell + half) / mu
         da = 3 * _U * (np.abs(ell) + half) / mu
-        fp, sp, efp, esp = _ndtr_pair(a, da)
-        fq, sq, efq, esq = _ndtr_pair(b, da)
+        F, S, eF, eS = _ndtr_pair(np.stack(np.broadcast_arrays(a, b)), da)
+        fp, sp, efp, esp = F[0], S[0], eF[0], eS[0]
+        fq, sq, efq, esq = F[1], S[1], eF[1], eS[1]
         return Tails(fp, fq, sp, sq, efp, efq, esp, esq)
 
     return [Direction(lo=-np.inf, hi=np.inf, cdf=cdf, median=half)]
@@ -210,8 +213,9 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
         # forward (remove): L <= ℓ ⇔ X <= x. Otherwise (add): L <= ℓ ⇔ X >= x.
         a, b = x / sigma, (x - 1) / sigma
         da = 2 * _U * (np.abs(x) + 1) / sigma
-        Fa, Sa, eFa, eSa = _ndtr_pair(a, da)
-        Fb, Sb, eFb, eSb = _ndtr_pair(b, da)
+        F, S, eF, eS = _ndtr_pair(np.stack(np.broadcast_arrays(a, b)), da)
+        Fa, Sa, eFa, eSa = F[0], S[0], eF[0], eS[0]
+        Fb, Sb, eFb, eSb = F[1], S[1], eF[1], eS[1]
         mix_F = (1 - q) * Fa + q * Fb
         mix_S = (1 - q) * Sa + q * Sb
         e_mix_F = (1 - q) * eFa + q * eFb + 2 * _U * mix_F

@@ -208,13 +208,18 @@ def _first_at_most(reader: Reader, log_target: float, sign: float, lo: int, hi: 
         return hi
     if val(a) <= log_target:
         return a
-    # invariant: val(a) > target; val(b) <= target or b = hi
+    # invariant: val(a) > target; val(b) <= target or b = hi. Each round checks 32 points at once.
     while b - a > 1:
-        m = (a + b) // 2
-        if val(m) <= log_target:
-            b = m
-        else:
-            a = m
+        m = np.unique(np.linspace(a, b, 34)[1:-1].astype(np.int64))
+        m = m[(m > a) & (m < b)]
+        if m.size == 0:
+            break
+        ok = val(m) <= log_target
+        k = int(np.argmax(ok)) if ok.any() else m.size
+        if k < m.size:
+            b = int(m[k])
+        if k > 0:
+            a = int(m[k - 1])
     return b
 
 
