@@ -239,12 +239,16 @@ def _upper_dirs(
     if n_dir > 1:
         others = list(range(1, n_dir))
         h_other = h_other or 4 * h
+        if h_other > h and stats is not None and stats.get("narrow", np.inf) < 16 * h_other:
+            # Steps narrow next to the coarse grid: its bound would be inflated past direction 0's and
+            # computed again on h anyway.
+            h_other = h
         coarse_vals = _eps_dirs(
             mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest, quick=quick, stats=stats
         )
         vals[others] = coarse_vals[others]
         hs[others] = h_other
-        redo = [k for k in others if np.any(vals[k] >= vals[0])]
+        redo = [k for k in others if np.any(vals[k] > vals[0])]
         if redo and not quick:
             vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest, stats=stats)[
                 redo
@@ -253,7 +257,23 @@ def _upper_dirs(
     return vals, hs
 
 
-def _step_std(d) -> float:
+_LADDER = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
+
+
+def _ladder_tails(d, cache: dict | None = None):
+    """P[L > x] and P[L <= −x] on a geometric ladder of x (2^-60 … 2^14), once per direction (``cache``)."""
+    key = id(d)
+    if cache is not None and key in cache:
+        return cache[key]
+    x = _LADDER
+    t = d.cdf(np.concatenate([x, -x]))
+    out = (t.sp[: x.size], t.fp[x.size :])
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def _step_std(d, cache: dict | None = None) -> float:
     """Standard deviation of a direction's loss under P (finite part).
 
     The variance, not a quantile spread, is what adds up over steps (the losses of small sampling
@@ -268,10 +288,10 @@ def _step_std(d) -> float:
             return 0.0
         mean = float(np.dot(ell, p)) / mass
         return float(np.sqrt(np.dot((ell - mean) ** 2, p) / mass))
-    x = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
-    t = d.cdf(np.concatenate([x, -x]))
-    up = np.minimum(t.sp[: x.size], 1.0)
-    down = np.minimum(t.fp[x.size :], 1.0)
+    x = _LADDER
+    sp, fp = _ladder_tails(d, cache)
+    up = np.minimum(sp, 1.0)
+    down = np.minimum(fp, 1.0)
     lx = np.log(x)
 
     def integral(f):  # ∫ f(x) dx = ∫ f(x)·x d(log x)
@@ -283,7 +303,7 @@ def _step_std(d) -> float:
     return float(np.sqrt(max(m2 - m1 * m1, 0.0)))
 
 
-def initial_h(mechs, width: float, delta_min: float) -> float:
+def initial_h(mechs, width: float, delta_min: float, cache: dict | None = None) -> float:
     """A starting spacing (a power of two) from a model of connect-the-dots error.
 
     Over T steps of loss spread s, connect-the-dots on a grid h moves the
@@ -299,7 +319,7 @@ def initial_h(mechs, width: float, delta_min: float) -> float:
     total = 0
     for m, t in mechs:
         total += t
-        s = max(_step_std(d) for d in m)
+        s = max(_step_std(d, cache) for d in m)
         if s > 0 and t * s * s > best:
             best, sp = t * s * s, s
     total = max(total, 1)
@@ -310,7 +330,7 @@ def initial_h(mechs, width: float, delta_min: float) -> float:
     return _pow2_at_most(min(h_mean, h_sd))
 
 
-def _log_mgf_estimate(d, ts: np.ndarray, tail: float) -> np.ndarray:
+def _log_mgf_estimate(d, ts: np.ndarray, tail: float, cache: dict | None = None) -> np.ndarray:
     """An estimate of log E_P[e^{tL}; L <= x_tail] for each t, x_tail where P[L > x] falls to ``tail``
     (the engine sends that mass to +∞), from the tails on the ladder of :func:`_step_std`:
     P[L <= x_tail] + ∫₀^x_tail t e^{tx} P[x < L <= x_tail] dx − ∫₀^∞ t e^{−tx} P[L <= −x] dx
@@ -321,13 +341,12 @@ def _log_mgf_estimate(d, ts: np.ndarray, tail: float) -> np.ndarray:
             m = np.log(np.maximum(p, 0.0))[None, :] + ts[:, None] * ell[None, :]
         mx = np.max(m, axis=1)
         return mx + np.log(np.sum(np.exp(m - mx[:, None]), axis=1))
-    x = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
-    t = d.cdf(np.concatenate([x, -x]))
+    x = _LADDER
+    sp, fp = _ladder_tails(d, cache)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        sp = t.sp[: x.size]
         keep = sp > tail
         log_up = np.where(keep, np.log(np.clip(sp - tail, 0.0, 1.0)), -np.inf)
-        log_down = np.log(np.clip(t.fp[x.size :], 0.0, 1.0))
+        log_down = np.log(np.clip(fp, 0.0, 1.0))
         base = np.log(ts)[:, None] + np.log(x)[None, :] + np.log(np.log(2.0) / 4.0)
 
         def lse(m):
@@ -341,18 +360,18 @@ def _log_mgf_estimate(d, ts: np.ndarray, tail: float) -> np.ndarray:
         return np.logaddexp(a, rest)
 
 
-def _first_guess(mechs, delta) -> np.ndarray:
+def _first_guess(mechs, delta, cache: dict | None = None) -> np.ndarray:
     """A rough ε: the Chernoff bound min_t (Σ T·log E[e^{tL}] − log δ)/t from :func:`_log_mgf_estimate`,
     on tilts that are powers of 2 over the composed spread — to size the width target and the work
     (no claim is made from it)."""
-    var = sum(t * max(_step_std(d) for d in m) ** 2 for m, t in mechs)
+    var = sum(t * max(_step_std(d, cache) for d in m) ** 2 for m, t in mechs)
     ts = 2.0 ** (np.arange(-24, 25, dtype=float) / 2) / max(float(np.sqrt(var)), 1e-12)
     n_dir = max(len(m) for m, _ in mechs)
     ld = np.log(np.atleast_1d(np.asarray(delta, float)))
     tail = _tail_for(mechs, float(np.exp(ld.min())))
     out = np.zeros(ld.shape)
     for k in range(n_dir):
-        total = sum(t * _log_mgf_estimate(m[min(k, len(m) - 1)], ts, tail) for m, t in mechs)
+        total = sum(t * _log_mgf_estimate(m[min(k, len(m) - 1)], ts, tail, cache) for m, t in mechs)
         with np.errstate(invalid="ignore"):
             x = np.where(np.isfinite(total)[None, :], (total[None, :] - ld[:, None]) / ts[None, :], np.inf)
         out = np.maximum(out, np.min(x, axis=1))
@@ -398,11 +417,13 @@ def _epsilon(
     if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
         raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
     if h0 is None:
-        guess = _first_guess(mechs, delta)
+        ladder: dict = {}  # each direction's tails on the ladder, for the estimates below
+        guess = _first_guess(mechs, delta, ladder)
         width = float(np.min(np.maximum(rel * guess, abs_)))
-        h0 = initial_h(mechs, width, float(delta.min()))
+        h0 = initial_h(mechs, width, float(delta.min()), ladder)
+        narrow = min(_step_std(d, ladder) for m, _ in mechs for d in m)
     else:
-        width, guess = float(abs_), None
+        width, guess, narrow = float(abs_), None, np.inf
     # Tail bins at most a quarter of the width asked for (their connect-the-dots error is second order
     # in their width, and next to ε it moves ε by about that much).
     widest = float(max(min(width / 4, 1.0 / 128), h0))
@@ -422,7 +443,7 @@ def _epsilon(
     # Small ε (the Chernoff guess within a few times the absolute width): the upper ends first, on the
     # finer grid — where they are at most the absolute width, [0, upper] is the answer and no lower
     # end is needed. Otherwise they are kept (sound) and the lower end follows as usual.
-    stats: dict = {}  # shared by this answer's compositions (see _eps_dirs)
+    stats: dict = {"narrow": narrow}  # shared by this answer's compositions (see _eps_dirs)
     early = None
     if guess is not None and np.all(guess <= 8 * abs_):
         try:
