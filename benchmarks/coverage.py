@@ -19,6 +19,7 @@ allowed or out of 4 GiB of memory is recorded as such, and its time ratio as at 
 allowed over dpcalc's.
 
 Per case the verdict on dp-accounting's value: 'inside' our interval, 'above' it (we are tighter),
+'equal' to our upper end (ε = 0, mostly),
 or 'BELOW' our certified lower bound (theirs is then provably not an upper bound: their
 get_epsilon_for_delta returns the raw loss past ε ≈ 745, and their FFT noise is visible at tiny δ).
 When theirs is inside, dpcalc is asked again for a 100× narrower interval (untimed): 'BELOW*' if
@@ -180,7 +181,7 @@ def main() -> None:
         verdict = "–"
         tight = {}
         if math.isfinite(e) and math.isfinite(up):
-            verdict = "BELOW" if e < lo else ("inside" if e <= up else "above")
+            verdict = "BELOW" if e < lo else ("inside" if e < up else ("equal" if e == up else "above"))
             if verdict == "inside":
                 # Is theirs a valid bound at all? A 100× narrower interval decides most such cases.
                 tight = child("dpcalc-tight", case, 3600)

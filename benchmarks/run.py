@@ -67,7 +67,7 @@ def warm_up(use_prv: bool) -> None:
 def dpcalc_forward(q, s, t, d, width=None):
     from dpcalc.core import sgd
 
-    kw = {} if width is None else {"rel": width, "abs_": width}
+    kw = {} if width is None else {"rel": width, "abs_": width / 10}
     lo, up = sgd.pld_interval(q, s, t, d, **kw)
     return float(lo[0]), float(up[0])
 
@@ -159,8 +159,9 @@ def main() -> None:
     warm_up(use_prv)
 
     print(
-        "Forward DP-SGD cases (ε at δ). dpcalc: certified PLD interval [lower, upper], default width <= 0.1 %,\n"
-        "upper end on a 6.25e-5 grid; dp-accounting: pessimistic PLD on a 1e-4 grid."
+        "Forward DP-SGD cases (ε at δ). dpcalc: certified PLD interval [lower, upper], default width\n"
+        "<= max(0.1 % of ε, 1e-4), upper end on a 2^-14 (6.1e-5) grid where it fits; dp-accounting:\n"
+        "pessimistic PLD on a 1e-4 grid."
     )
     head = f"{'q':>9} {'σ':>5} {'T':>7} {'δ':>6} | {'dpcalc [lower, upper]':>22} {'s':>6} | "
     head += f"{'dp-acc 1e-4':>11} {'s':>6} {'×':>6}"

@@ -58,6 +58,13 @@ SPARSE_BUDGET = 1e-8
 #: heaviest bin with a neighbour (see :func:`discretise_lower`).
 POOR_FIT = 1e-5
 
+#: Nudging targets tried besides mid-bin: the offsets of this many heaviest bins.
+HEAVY_TARGETS = 1
+
+#: Merging the heaviest bin with a neighbour is tried only when the best nudge leaves moves varying by
+#: more than this (in h²): two or three atoms holding nearly all the mass, a cell or two apart.
+MERGE_FIT = 1e-3
+
 #: Fewer steps than this: the lower discretisation's edges are not nudged (their moves, at most a cell
 #: per step, hardly concentrate over few steps, and the nudging costs a dozen evaluations of the tails).
 FIT_FROM = 64
@@ -267,7 +274,7 @@ def discretise_upper(
 
 
 def discretise_lower(
-    d: Direction, h: float, tail: float = 1e-30, times: int = 1, widest: float = WIDEST_BIN
+    d: Direction, h: float, tail: float = 1e-30, times: int = 1, widest: float = WIDEST_BIN, enough: float = 0.0
 ) -> Discrete:
     """A dominated discrete PLD on the grid (j + c)h (binning, then rounding down).
 
@@ -282,11 +289,17 @@ def discretise_lower(
     shift c is chosen (among the atoms' own offsets) to make that give-back
     largest for ``times`` steps. The tail bins are those of
     :func:`node_edges` (still a partition; each atom still moves by less
-    than h).
+    than h). The search for the best nudging stops once the spread part of the give-back penalty,
+    √(2·times·var·L) in cells, is at most ``enough`` (the engine passes a quarter of the width asked
+    for, in cells: a better fit would not change whether the width is met).
     """
     idx = node_edges(d, h, tail, widest)
     j0 = int(idx[0])
     lo_edges = idx[:-1]
+
+    def good(fit_) -> bool:
+        return fit_[2] <= POOR_FIT or float(np.sqrt(2.0 * max(times, 1) * fit_[2] * 25.0)) <= enough
+
     if d.atoms is not None:
         ell, p, _ = d.atoms
         ell = ell - 4 * _U * (np.abs(ell) + 1.0)
@@ -316,10 +329,11 @@ def discretise_lower(
     def fit(nodes, first=None):
         """Nudge the edges so that the atoms sit near a common target offset and the moves vary
         little (a smaller give-back penalty in lower_shift); any partition is a post-processing, so
-        this stays a lower bound. Targets tried: mid-bin, and the offsets of the three heaviest bins
+        this stays a lower bound. Targets tried: mid-bin, and the offsets of the heaviest bins (HEAVY_TARGETS)
         (mass that cannot be moved by nudging — a point mass such as the zero loss of a symmetrised
         hull or Laplace's ±ε₀, or mass piled against a finite end of the support — is met by
-        shifting the others). Returns the best (penalty, bins, offset fit, offsets)."""
+        shifting the others) — until one leaves moves that vary little enough (``good``).
+        Returns the best (penalty, bins, offset fit, offsets)."""
         lo_e = nodes[:-1]
         b0 = first if first is not None else bins(nodes)
         o0 = np.maximum(_offsets(lo_e, b0[0], b0[1], h), b0[3])
@@ -329,7 +343,7 @@ def discretise_lower(
         one = np.diff(nodes) == 1
         inner = np.zeros(b0[0].size + 1, dtype=bool)
         inner[1:-1] = one[:-1] & one[1:]  # only edges between bins of one cell move
-        heavy = [float(o0[i] % 1.0) for i in np.argsort(b0[0])[::-1][:3]]
+        heavy = [float(o0[i] % 1.0) for i in np.argsort(b0[0])[::-1][:HEAVY_TARGETS]]
         targets = [0.5] + [x for k, x in enumerate(heavy) if all(abs(x - y) > 0.02 for y in [0.5] + heavy[:k])]
         best = None
         for target in targets:
@@ -347,6 +361,8 @@ def discretise_lower(
             f = _best_offset(o, b[0], times)
             if best is None or f[3] < best[0]:
                 best = (f[3], b, f, o)
+            if good(f):
+                break  # the moves hardly vary (or vary little enough): stop searching
         return best
 
     b_first = bins(idx)
@@ -356,7 +372,7 @@ def discretise_lower(
         best = (f[3], b_first, f, o)
     else:
         best = fit(idx, b_first)
-    if times >= FIT_FROM and b_first[0].size > 4 and best[2][2] > POOR_FIT:
+    if times >= FIT_FROM and b_first[0].size > 4 and not good(best[2]) and best[2][2] > MERGE_FIT:
         # Mass concentrated within a cell or two (the bulk of a small sampling rate, piled against
         # the support's end) leaves two or three heavy atoms that no nudge can line up: merging the
         # heaviest bin with a neighbour (any coarser partition is still a post-processing) often

@@ -92,7 +92,9 @@ def _tail_for(mechs, delta_min: float) -> float:
     return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
 
 
-def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None, fine_tails: bool = False):
+def _discretised(
+    mechs, h: float, kind: str, tail: float, dirs=None, widest=None, fine_tails: bool = False, width: float = 0.0
+):
     """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
     mechanism (symmetric ones serve every direction). ``fine_tails``: an upper discretisation whose
     sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET·``tail`` (see :func:`node_edges`)."""
@@ -114,7 +116,7 @@ def _discretised(mechs, h: float, kind: str, tail: float, dirs=None, widest=None
                         d, h, tail, w, min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * tail) if fine_tails else None
                     )
                     if kind == "upper"
-                    else discretise_lower(d, h, tail, times=times[id(d)], widest=w)
+                    else discretise_lower(d, h, tail, times=times[id(d)], widest=w, enough=width / (4 * h))
                 )
             parts.append((cache[id(d)], t))
         out.append((k, parts))
@@ -166,7 +168,8 @@ def _eps_dirs(
     n_dir = max(len(m) for m, _ in mechs)
     out = np.full((n_dir, delta.size), np.nan)
     tail = _tail_for(mechs, float(delta.min()))
-    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick):
+    width = float(stats.get("width", 0.0)) if stats is not None else 0.0
+    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
         chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
@@ -239,7 +242,7 @@ def _upper_dirs(
     if n_dir > 1:
         others = list(range(1, n_dir))
         h_other = h_other or 4 * h
-        if h_other > h and stats is not None and stats.get("narrow", np.inf) < 16 * h_other:
+        if h_other > h and stats is not None and stats.get("narrow", np.inf) < 4 * h_other:
             # Steps narrow next to the coarse grid: its bound would be inflated past direction 0's and
             # computed again on h anyway.
             h_other = h
@@ -443,7 +446,7 @@ def _epsilon(
     # Small ε (the Chernoff guess within a few times the absolute width): the upper ends first, on the
     # finer grid — where they are at most the absolute width, [0, upper] is the answer and no lower
     # end is needed. Otherwise they are kept (sound) and the lower end follows as usual.
-    stats: dict = {"narrow": narrow}  # shared by this answer's compositions (see _eps_dirs)
+    stats: dict = {"narrow": narrow, "width": width}  # shared by this answer's compositions (see _eps_dirs)
     early = None
     if guess is not None and np.all(guess <= 8 * abs_):
         try:
@@ -484,9 +487,7 @@ def _epsilon(
             h_up = float(h_dir[0])
             break
         try:
-            up_dir, h_dir = _upper_dirs(
-                mechs, delta, h_up, h_other=4 * max(h_up, h_lo), cut=cut(), widest=widest, stats=stats
-            )
+            up_dir, h_dir = _upper_dirs(mechs, delta, h_up, h_other=4 * h_up, cut=cut(), widest=widest, stats=stats)
             break
         except MemoryError:
             h_up = 2 * h_up

@@ -5,7 +5,7 @@ For the grid losses ℓ_i = (k0 + i + c)h and tilted masses p̃_i of a
 
     A_i = Σ_{j>=i} p̃_j e^{−λ(ℓ_j − ℓ_i)},   B_i = Σ_{j>=i} p̃_j e^{−(λ+1)(ℓ_j − ℓ_i)}
 
-are taken once (:func:`geom_suffix`), each relative to its own loss, so
+are taken where read (:class:`GeomSuffix`), each relative to its own loss, so
 nothing overflows or underflows however far the losses reach. For ε in
 [ℓ_{i−1}, ℓ_i) the losses above ε are those from i on, and
 
@@ -29,13 +29,14 @@ import numpy as np
 
 from .compose import Composed
 
-__all__ = ["geom_suffix", "Reader", "epsilon_at", "delta_at"]
+__all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at"]
 
 _U = float(np.finfo(float).eps)
 
 
-def geom_suffix(x: np.ndarray, rate: float) -> tuple[np.ndarray, float]:
-    """S_i = Σ_{j>=i} x_j e^{−rate·(j−i)} for x >= 0 and rate >= 0, and a bound on its relative error.
+class GeomSuffix:
+    """S_i = Σ_{j>=i} x_j e^{−rate·(j−i)} for x >= 0 and rate >= 0, read at the indices asked for, and a
+    bound ``rel`` on its relative error.
 
     Blocks of b points (b·rate <= 32): within a block a reversed cumulative
     sum of x_j e^{−rate·o_j} rescaled by e^{rate·o_i} (no over- or
@@ -44,38 +45,80 @@ def geom_suffix(x: np.ndarray, rate: float) -> tuple[np.ndarray, float]:
     the number of blocks passes). Every term is positive, so the relative
     error is at most about (b + blocks + 4·log2(blocks) + 80)·u: the sums
     within a block, and the powers e^{−rate·b·d} formed by squaring for a
-    block d blocks on (d·u).
+    block d blocks on (d·u). The block totals are formed at once (one
+    pass); the sums within a block only for the blocks a read touches —
+    searches read a few dozen points of grids of millions.
     """
-    n = x.size
-    if n == 0:
-        return np.zeros(0), 0.0
-    b = 1
-    while b < 1024 and 2 * b * rate <= 32.0:
-        b *= 2
-    k = -(-n // b)
-    X = np.zeros(k * b)
-    X[:n] = x
-    X = X.reshape(k, b)
-    o = np.arange(b)
-    with np.errstate(under="ignore"):
-        down = np.exp(-rate * o)
-        up = np.exp(rate * o)
-        C = np.cumsum((X * down)[:, ::-1], axis=1)[:, ::-1]  # Σ_{o' >= o} x e^{−rate·o'}
-        within = C * up
-        T = C[:, 0].copy()
-        R = float(np.exp(-rate * b))
-        S = T.copy()
-        f, step = R, 1
-        while step < k and f > 0.0:
-            S[:-step] += f * S[step:]
-            f *= f
-            step *= 2
-        nxt = np.zeros(k)
-        nxt[:-1] = S[1:]  # S at the start of the next block
-        carry = np.exp(-rate * (b - o))  # e^{−rate·(b − o)}
-        out = within + np.outer(nxt, carry)
-    rel = (b + k + 4.0 * np.log2(k + 1) + 80.0) * _U
-    return out.ravel()[:n], float(rel)
+
+    def __init__(self, x: np.ndarray, rate: float):
+        n = x.size
+        self.n = n
+        b = 1
+        while b < 1024 and 2 * b * rate <= 32.0:
+            b *= 2
+        k = max(-(-n // b), 1)
+        X = np.zeros(k * b)
+        X[:n] = x
+        self.X = X.reshape(k, b)
+        o = np.arange(b)
+        with np.errstate(under="ignore"):
+            self.down = np.exp(-rate * o)
+            self.up = np.exp(rate * o)
+            T = self.X @ self.down  # Σ_o x e^{−rate·o} per block
+            R = float(np.exp(-rate * b))
+            S = T.copy()
+            f, step = R, 1
+            while step < k and f > 0.0:
+                S[:-step] += f * S[step:]
+                f *= f
+                step *= 2
+            self.nxt = np.zeros(k)
+            self.nxt[:-1] = S[1:]  # S at the start of the next block
+            self.carry = np.exp(-rate * (b - o))  # e^{−rate·(b − o)}
+        self.b, self.k = b, k
+        self.rel = float((b + k + 4.0 * np.log2(k + 1) + 80.0) * _U)
+        self._rows: dict = {}
+
+    def _row(self, blk: int) -> np.ndarray:
+        r = self._rows.get(blk)
+        if r is None:
+            with np.errstate(under="ignore"):
+                c = np.cumsum((self.X[blk] * self.down)[::-1])[::-1]
+                r = c * self.up + self.nxt[blk] * self.carry
+            self._rows[blk] = r
+        return r
+
+    def __getitem__(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        flat = idx.ravel()
+        blk, off = np.divmod(flat, self.b)
+        if flat.size <= 64:
+            # A few scattered points (a search): each one's partial block sum directly.
+            rows = self.X[blk] * self.down[None, :]
+            rows[np.arange(self.b)[None, :] < off[:, None]] = 0.0
+            with np.errstate(under="ignore"):
+                out = rows.sum(axis=1) * self.up[off] + self.nxt[blk] * self.carry[off]
+        else:
+            out = np.empty(flat.shape)
+            for q in np.unique(blk):
+                sel = blk == q
+                out[sel] = self._row(int(q))[off[sel]]
+        return out.reshape(idx.shape) if idx.ndim else float(out[0])
+
+    def all(self) -> np.ndarray:
+        """Every S_i (all blocks)."""
+        if self.n == 0:
+            return np.zeros(0)
+        with np.errstate(under="ignore"):
+            C = np.cumsum((self.X * self.down)[:, ::-1], axis=1)[:, ::-1]
+            out = C * self.up + np.outer(self.nxt, self.carry)
+        return out.ravel()[: self.n]
+
+
+def geom_suffix(x: np.ndarray, rate: float) -> tuple[np.ndarray, float]:
+    """All of :class:`GeomSuffix` at once, and its relative error bound."""
+    g = GeomSuffix(x, rate)
+    return g.all(), g.rel
 
 
 class Reader:
@@ -85,9 +128,9 @@ class Reader:
         self.cp = cp
         lam, h = cp.lam, cp.h
         self.n = cp.p.size
-        self.A, ra = geom_suffix(cp.p, lam * h)
-        self.B, rb = geom_suffix(cp.p, (lam + 1.0) * h)
-        self.rho = max(ra, rb) + 4 * _U
+        self.A = GeomSuffix(cp.p, lam * h)
+        self.B = GeomSuffix(cp.p, (lam + 1.0) * h)
+        self.rho = max(self.A.rel, self.B.rel) + 4 * _U
         with np.errstate(divide="ignore"):
             self.rr = float(1.0 / np.sqrt(-np.expm1(-2.0 * lam * h)))
         self.top = (cp.k0 + self.n - 1 + cp.c) * h
