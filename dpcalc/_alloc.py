@@ -11,9 +11,10 @@ point (and by the benchmarks, for every tool they time), never on import.
 
 Blocks kept that way can fragment the heap over many answers of different
 sizes (an inverse search runs dozens): :func:`release_freed_memory`
-(glibc's malloc_trim) hands the free pages back to the system, and the PLD
-engine calls it after each answer, so a long search stays within the
-memory one answer needs.
+(glibc's malloc_trim) hands the free pages back to the system once the heap
+holds more than :data:`KEEP_FREE` of them, and the PLD engine calls it after
+each answer, so a long search stays within the memory one answer needs
+plus that much — while answers that fit in it keep reusing their pages.
 """
 
 from __future__ import annotations
@@ -22,6 +23,27 @@ import ctypes
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+
+#: Free heap memory kept for reuse after an answer; beyond it, it goes back to the system.
+KEEP_FREE = 256 << 20
+
+
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
 
 
 def _glibc():
@@ -33,10 +55,26 @@ def _glibc():
         return None
 
 
-def release_freed_memory() -> bool:
-    """Return the heap's free pages to the system (glibc's malloc_trim); True when it did."""
+def free_heap_bytes(libc=None) -> int | None:
+    """Free bytes held in the heap (glibc's mallinfo2; None where it is not available)."""
+    libc = libc or _glibc()
+    try:
+        info = libc.mallinfo2
+    except AttributeError:
+        return None
+    info.argtypes = []
+    info.restype = _Mallinfo2
+    return int(info().fordblks)
+
+
+def release_freed_memory(keep: int | None = None) -> bool:
+    """Return the heap's free pages to the system (glibc's malloc_trim) when it holds more than
+    ``keep`` (default :data:`KEEP_FREE`; always where the amount cannot be read); True when it did."""
     libc = _glibc()
     if libc is None:
+        return False
+    free = free_heap_bytes(libc)
+    if free is not None and free <= (KEEP_FREE if keep is None else keep):
         return False
     try:
         trim = libc.malloc_trim

@@ -32,9 +32,11 @@ stage:
   steps is at least its mean minus a margin, except with probability η, so
   δ_true(ε) >= δ_lower(ε − s) − η — without this give-back the lower bound
   would drift by T times the mean move).
-* :mod:`.engine` — accuracy control: grids chosen from the per-step loss
-  spread and the width asked for, refined side by side until the interval is
-  narrow enough, coarsened where a grid does not fit.
+* :mod:`.engine` — accuracy control: the width asked for sized by a Chernoff
+  estimate of ε from the steps' tails, grids chosen from it and the per-step
+  loss spread, refined side by side until the interval is narrow enough,
+  coarsened where a grid does not fit (small ε: upper ends first, and no
+  lower end where they are within the absolute width).
 * :mod:`.exact` — the closed forms that need no grid: T Gaussian steps
   (μ-GDP, q = 1) and a single subsampled Gaussian step (T = 1), as
   certified intervals whose width is round-off only.

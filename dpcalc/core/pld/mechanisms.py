@@ -86,8 +86,12 @@ class Direction:
 def _ndtr_pair(z, dz):
     """Φ(z), Φ(−z) and bounds on their absolute errors, for an argument z known to within dz."""
     z = np.asarray(z, float)
-    vw = special.ndtr(np.stack([z, -z]))
-    v, w = vw[0], vw[1]
+    # The smaller tail Φ(−|z|) once; the larger is 1 minus it (rounded to within u of itself, and
+    # the smaller tail's error carries over: both are inside the bounds below).
+    small_tail = special.ndtr(-np.abs(z))
+    neg = z < 0
+    v = np.where(neg, small_tail, 1.0 - small_tail)
+    w = np.where(neg, 1.0 - small_tail, small_tail)
     with np.errstate(invalid="ignore", over="ignore"):
         base = (_U * (64.0 + 4.0 * z * z) + (np.abs(z) + 2.0) * dz) * np.minimum(v, w) + 1e-300
         ev = base + (z > 0) * (4.0 * _U) + 2.0 * _U * v
