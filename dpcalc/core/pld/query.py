@@ -92,7 +92,8 @@ class GeomSuffix:
         idx = np.asarray(idx, dtype=np.int64)
         flat = idx.ravel()
         blk, off = np.divmod(flat, self.b)
-        if flat.size <= 64:
+        ublk = np.unique(blk)
+        if flat.size <= 64 and ublk.size > 2 and not all(int(q) in self._rows for q in ublk):
             # A few scattered points (a search): each one's partial block sum directly.
             rows = self.X[blk] * self.down[None, :]
             rows[np.arange(self.b)[None, :] < off[:, None]] = 0.0
@@ -100,7 +101,7 @@ class GeomSuffix:
                 out = rows.sum(axis=1) * self.up[off] + self.nxt[blk] * self.carry[off]
         else:
             out = np.empty(flat.shape)
-            for q in np.unique(blk):
+            for q in ublk:
                 sel = blk == q
                 out[sel] = self._row(int(q))[off[sel]]
         return out.reshape(idx.shape) if idx.ndim else float(out[0])
