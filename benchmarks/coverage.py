@@ -224,9 +224,11 @@ def main() -> None:
     answered = sum(math.isfinite(r["dpcalc"].get("upper", math.nan)) for r in results)
     within = sum(r["ok"] for r in results)
     valid = [r for r in results if r["valid"]]
-    not_above = sum(r["dpcalc"]["upper"] <= r["dp_accounting"]["eps"] * (1 + 1e-8) for r in valid)
+    not_above = sum(r["dpcalc"]["upper"] <= r["dp_accounting"]["eps"] for r in valid)
     excess = sorted(
-        (r["dpcalc"]["upper"] / r["dp_accounting"]["eps"] - 1, r["case"]) for r in valid if r["verdict"] != "above"
+        (r["dpcalc"]["upper"] / r["dp_accounting"]["eps"] - 1, r["case"])
+        for r in valid
+        if r["dpcalc"]["upper"] > r["dp_accounting"]["eps"] > 0
     )
     ratios = sorted(r["ratio"] for r in results if math.isfinite(r["ratio"]))
     slower = [r for r in results if math.isfinite(r["ratio"]) and r["ratio"] < 1]
