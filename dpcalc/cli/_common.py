@@ -203,12 +203,16 @@ def width_warnings(labels, lower, upper, met) -> list[str]:
     """
     import numpy as np
 
+    from dpcalc.render import format_number
+
     lo, up = np.asarray(lower, float), np.asarray(upper, float)
     wide = [i for i in range(lo.size) if np.isfinite(lo[i]) and np.isfinite(up[i]) and not bool(met[i])]
     target = width_target(up)
     out = [
-        f"the certified interval for {labels[i]} is [{lo[i]:.6g}, {up[i]:.6g}], wider than asked "
-        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: the largest grid that fits was reached); both ends are still "
+        f"the certified interval for {labels[i]} is [{format_number(float(lo[i]), 'down')}, "
+        f"{format_number(float(up[i]), 'up')}], wider than asked "
+        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: the finest grid that fits, or round-off next to a tiny δ, "
+        "limits it); both ends are still "
         "certified bounds."
         for i in wide[:5]
     ]
