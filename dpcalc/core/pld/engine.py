@@ -400,11 +400,15 @@ def _epsilon(
 ) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
-    ``mechs`` is a list of (directions, times). The starting grid h0 comes
-    from the per-step spread and the width asked for (:func:`initial_h`);
-    a grid that does not fit is doubled until it does. Direction 0's lower
-    bound comes first, on h0; the upper bounds follow on min(h0,
-    :data:`UPPER_H`) (or h0, if that does not fit) in windows cut at it.
+    ``mechs`` is a list of (directions, times). The width target comes from
+    a Chernoff estimate of ε (:func:`_first_guess`), the starting grid h0
+    from it and the per-step spread (:func:`initial_h`); a grid that does
+    not fit is doubled until it does. For small ε (the estimate within 8×
+    the absolute width) the upper bounds come first, and where they are
+    within the absolute width the answer is [0, upper]. Otherwise direction
+    0's lower bound comes first, on h0; the upper bounds follow on
+    min(h0, :data:`UPPER_H`), or the finest grid expected to fit, in windows
+    cut at it.
     Then the two ends are refined separately: each round halves the
     spacing of the side whose last halving moved it more (expected, for an
     upper end not refined yet), for the direction(s) whose upper bound is
