@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mpref import delta_gauss, delta_step, eps_of
 
 from dpcalc.cli import cli
 from dpcalc.core import pld, sgd
@@ -25,39 +26,15 @@ mp.mp.dps = 40
 
 
 def _eps_bisect(delta_fn, delta):
-    delta = mp.mpf(delta)
-    if delta_fn(mp.mpf(0)) <= delta:
-        return 0.0
-    lo, hi = mp.mpf(0), mp.mpf(1)
-    while delta_fn(hi) > delta:
-        hi *= 2
-    for _ in range(120):
-        mid = (lo + hi) / 2
-        if delta_fn(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-    return float((lo + hi) / 2)
+    return float(eps_of(delta_fn, delta))
 
 
 def _gauss_delta(mu):
-    mu = mp.mpf(mu)
-    return lambda e: mp.ncdf(mu / 2 - e / mu) - mp.exp(e) * mp.ncdf(-mu / 2 - e / mu)
+    return lambda e: delta_gauss(mu, e)
 
 
 def _step_delta(q, s):
-    q, s = mp.mpf(q), mp.mpf(s)
-
-    def delta(e):
-        x = s**2 * mp.log((mp.expm1(e) + q) / q) + mp.mpf(1) / 2
-        dr = (1 - q) * mp.ncdf(-x / s) + q * mp.ncdf(-(x - 1) / s) - mp.exp(e) * mp.ncdf(-x / s)
-        da = mp.mpf(0)
-        if mp.exp(-e) > 1 - q:
-            xp = s**2 * mp.log((mp.expm1(-e) + q) / q) + mp.mpf(1) / 2
-            da = mp.ncdf(xp / s) - mp.exp(e) * ((1 - q) * mp.ncdf(xp / s) + q * mp.ncdf((xp - 1) / s))
-        return max(dr, da)
-
-    return delta
+    return lambda e: delta_step(q, s, e)
 
 
 def _width_ok(lo, up):

@@ -4,47 +4,15 @@ against 50-digit mpmath."""
 import mpmath as mp
 import numpy as np
 import pytest
+from mpref import delta_gauss as _delta_gauss
+from mpref import delta_step as _delta_step
+from mpref import eps_of as _eps_of
 
 from dpcalc.core import gdp, pld, sgd
 from dpcalc.core.pld import exact
 from dpcalc.core.pld import mechanisms as M
 
 mp.mp.dps = 50
-
-
-def _delta_gauss(mu, eps):
-    mu, eps = mp.mpf(mu), mp.mpf(eps)
-    return mp.ncdf(mu / 2 - eps / mu) - mp.exp(eps) * mp.ncdf(-mu / 2 - eps / mu)
-
-
-def _delta_step(q, s, eps):
-    """max(δ_remove, δ_add) of one Poisson-subsampled Gaussian step, from the mixture densities' tails."""
-    q, s, eps = mp.mpf(q), mp.mpf(s), mp.mpf(eps)
-    x = s**2 * mp.log((mp.expm1(eps) + q) / q) + mp.mpf(1) / 2
-    dr = (1 - q) * mp.ncdf(-x / s) + q * mp.ncdf(-(x - 1) / s) - mp.exp(eps) * mp.ncdf(-x / s)
-    da = mp.mpf(0)
-    if mp.exp(-eps) > 1 - q:
-        xp = s**2 * mp.log((mp.expm1(-eps) + q) / q) + mp.mpf(1) / 2
-        da = mp.ncdf(xp / s) - mp.exp(eps) * ((1 - q) * mp.ncdf(xp / s) + q * mp.ncdf((xp - 1) / s))
-    return max(dr, da)
-
-
-def _eps_of(delta_fn, delta):
-    delta = mp.mpf(delta)
-    if delta_fn(0) <= delta:
-        return mp.mpf(0)
-    lo, hi = mp.mpf(0), mp.mpf(1)
-    while delta_fn(hi) > delta:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if delta_fn(mid) > delta:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < mp.mpf(10) ** -40 * hi:
-            break
-    return (lo + hi) / 2
 
 
 def test_gaussian_log_delta_bounds_contain_the_truth():

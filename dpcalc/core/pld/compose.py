@@ -25,7 +25,6 @@ __all__ = [
     "parts_log_mgf",
     "spread",
     "choose_tilt",
-    "chernoff_epsilon",
     "int_power",
     "compose",
     "MAX_GRID",
@@ -213,19 +212,6 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     below = np.flatnonzero(ok & np.isfinite(centre) & (centre <= eps_g))
     i = int(below[-1]) if below.size else int(np.flatnonzero(ok)[0])
     return float(ts[i]), float(total[i] - ts[i] * eps_g)
-
-
-def chernoff_epsilon(parts: list[tuple[Discrete, int]], log_delta) -> np.ndarray:
-    """min over λ of (G(λ) − log δ)/λ for each δ: upper bounds on ε of the discrete composition
-    (finite part; ε >= 0), on every other tilt of :func:`choose_tilt` (powers of 2 over the spread:
-    a rough value, for sizing the work)."""
-    s = spread(parts)
-    ts = 2.0 ** (_TILT_STEPS[::2] / 2.0) / s
-    total = parts_log_mgf(parts, ts)
-    ld = np.atleast_1d(np.asarray(log_delta, float))
-    with np.errstate(invalid="ignore"):
-        x = np.where(np.isfinite(total)[None, :], (total[None, :] - ld[:, None]) / ts[None, :], np.inf)
-    return np.maximum(np.min(x, axis=1), 0.0)
 
 
 def int_power(z: np.ndarray, t: int) -> np.ndarray:

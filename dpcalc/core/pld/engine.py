@@ -62,9 +62,6 @@ _EXTENDED = bool(np.finfo(np.longdouble).eps < np.finfo(np.float64).eps)
 #: intervals came out 3-10x narrower than asked); its width is scaled by this.
 SD_SLACK = 2.0
 
-#: Coarsest starting grid for ordinary ε (below 100); larger ε start from the width they allow.
-COARSEST_START = 2.0**-10
-
 
 @dataclass(frozen=True)
 class Answer:
@@ -443,8 +440,7 @@ def _epsilon(
                 break
             except MemoryError:
                 h_up *= 2
-        up = np.minimum(up_dir.max(axis=0), _loss_cap(mechs, delta))
-        up = np.where(np.isfinite(up), up, np.nan)
+        up = _claimed_upper(mechs, delta, up_dir)
         return Answer(np.zeros(delta.shape), up, h_up, h_up, np.zeros(delta.shape, dtype=bool))
 
     # Small ε (the Chernoff guess within a few times the absolute width): the upper ends first, on the
@@ -458,8 +454,7 @@ def _epsilon(
         except MemoryError:
             early = None
         if early is not None:
-            up = np.where(np.isfinite(early[0].max(axis=0)), early[0].max(axis=0), np.nan)
-            up = np.minimum(up, _loss_cap(mechs, delta))
+            up = _claimed_upper(mechs, delta, early[0])
             if np.all(up <= abs_):
                 h_e = float(np.min(early[1]))
                 return Answer(np.zeros(delta.shape), up, h_e, h_e, np.ones(delta.shape, dtype=bool))
@@ -547,9 +542,7 @@ def _epsilon(
                 moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))
         except MemoryError:
             stuck.add(kind)
-    up = up_dir.max(axis=0)
-    up = np.minimum(up, _loss_cap(mechs, delta))
-    up = np.where(np.isfinite(up), up, np.nan)  # no finite upper bound: no claim
+    up = _claimed_upper(mechs, delta, up_dir)
     lo = np.maximum(np.nanmax(lo_dir, axis=0), 0.0)
     if np.any(lo > up * (1 + 1e-12) + 1e-300):
         # A lower end above an upper end means one of them is false; neither is reported.
@@ -559,6 +552,13 @@ def _epsilon(
     lo = np.minimum(lo, up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
     return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+
+
+def _claimed_upper(mechs, delta, up_dir) -> np.ndarray:
+    """The upper end claimed from per-direction upper bounds: their maximum, capped by the largest loss
+    the composition can have (:func:`_loss_cap`); NaN (no claim) where neither is finite."""
+    up = np.minimum(up_dir.max(axis=0), _loss_cap(mechs, delta))
+    return np.where(np.isfinite(up), up, np.nan)
 
 
 def _loss_cap(mechs, delta) -> np.ndarray:

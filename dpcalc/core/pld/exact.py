@@ -39,7 +39,7 @@ __all__ = ["gaussian_interval", "subsampled_step_interval"]
 _U = float(np.finfo(float).eps)
 
 
-def _bisect(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
+def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
     """For curves decreasing in x >= 0 with certified ``bounds(x) -> (lo, hi)`` of log δ(x):
     (x_lo, x_up) where hi(x_up) <= target and lo(x_lo) > target were evaluated (x_lo = 0 when even
     lo(0) is not above the target: no claim beyond x >= 0). x_up is inf where no checked point was found.
@@ -125,7 +125,7 @@ def gaussian_interval(mu, delta) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         top = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)  # δ_μ(top) <= Φ̄(√(−2 log δ)) <= δ/2
 
-    lo, up = _bisect(lambda e: _log_delta_bounds(mu, e), log_d, top)
+    lo, up = _bracket(lambda e: _log_delta_bounds(mu, e), log_d, top)
     return np.minimum(lo, up), up
 
 
@@ -171,7 +171,7 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
             err = np.where(is_add, 4 * _U * (np.abs(log_q2) + x + e + 1.0), e_q2)
             return lo + pre - err, hi + pre + err
 
-        lo_x, up_x = _bisect(
+        lo_x, up_x = _bracket(
             both, np.concatenate([log_d, log_d]), np.concatenate([np.where(t_r < 0, top_r, 0.0), top_a])
         )
         lo_r, up_r, lo_a, up_a = lo_x[:n], up_x[:n], lo_x[n:], up_x[n:]
