@@ -26,9 +26,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import tomllib
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10: the tomli backport (same API)
+    import tomli as tomllib
 
-from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace, ObjectError, Subsampled, _number
+from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace, ObjectError, Subsampled, _number, _text, check_fields, count
 
 MECHANISMS = {
     "gaussian": {"sigma", "noise_multiplier", "sensitivity"},
@@ -38,6 +41,7 @@ MECHANISMS = {
     "zcdp": {"rho"},
 }
 COMMON = {"name", "mechanism", "times", "rate", "sampling", "note"}
+HEAD = {"name", "delta", "max_epsilon", "neighbours", "note"}
 
 
 @dataclass(frozen=True)
@@ -59,41 +63,45 @@ class Ledger:
 
 
 def load(path: str) -> Ledger:
-    """Read and validate a ledger; raises ObjectError with a precise location."""
+    """Read and validate a ledger; raises ObjectError with a precise location.
+
+    Strict like piped documents: unknown sections and fields (with the nearest
+    allowed name), repeated keys or sections, wrong types (a boolean is not a
+    number, a number is not a name) and values out of range are refused.
+    """
+    from dpcalc.strictjson import InputError, loads, read_text
+
+    is_json = path.endswith(".json")
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise ObjectError(f"ledger {path}: cannot read it ({exc.strerror})") from None
-    try:
-        if path.endswith(".json"):
-            data = json.loads(raw.decode("utf-8"))
-        else:
-            data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ObjectError(f"ledger {path}: not valid {'JSON' if path.endswith('.json') else 'TOML'}: {exc}") from None
+        text = read_text(path, f"ledger {path}")
+        data = loads(text) if is_json else tomllib.loads(text)
+    except InputError as exc:
+        msg = str(exc)
+        raise ObjectError(msg if msg.startswith("ledger ") else f"ledger {path}: not valid JSON: {msg}") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        raise ObjectError(f"ledger {path}: not valid {'JSON' if is_json else 'TOML'}: {exc}") from None
+    except (ValueError, RecursionError) as exc:  # tomllib: nesting or integer-size limits
+        why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ObjectError(f"ledger {path}: not valid {'JSON' if is_json else 'TOML'}: {why}") from None
     if not isinstance(data, dict):
         raise ObjectError(f"ledger {path}: the top level must be a table")
-    unknown = set(data) - {"ledger", "release"}
-    if unknown:
-        raise ObjectError(f"ledger {path}: unknown section {sorted(unknown)[0]!r}; expected [ledger] and [[release]]")
+    check_fields(data, ("ledger", "release"), f"ledger {path}", "a ledger (sections [ledger] and [[release]])")
     head = data.get("ledger", {})
     if not isinstance(head, dict):
         raise ObjectError(f"ledger {path}: [ledger] must be a table")
     where = f"ledger {path} [ledger]"
-    bad = set(head) - {"name", "delta", "max_epsilon", "neighbours", "note"}
-    if bad:
-        raise ObjectError(f"{where}: unknown field {sorted(bad)[0]!r}")
+    check_fields(head, HEAD, where, "the [ledger] table")
+    name = _text(head, "name", where, default=path)
+    if "note" in head:
+        _text(head, "note", where)
     delta = _number(head, "delta", where, high=1.0, high_open=True) if "delta" in head else None
     max_eps = _number(head, "max_epsilon", where, low_open=False) if "max_epsilon" in head else None
-    neighbours = head.get("neighbours", "add-remove")
-    if neighbours not in ("add-remove", "substitution"):
-        raise ObjectError(f"{where}: field 'neighbours' must be 'add-remove' or 'substitution'; got {neighbours!r}")
+    neighbours = _text(head, "neighbours", where, ("add-remove", "substitution"), default="add-remove")
     releases = data.get("release")
     if not isinstance(releases, list) or not releases:
-        raise ObjectError(f"ledger {path}: no [[release]] entries")
+        raise ObjectError(f"ledger {path}: no [[release]] entries ('release' must be a list of tables)")
     entries = [_entry(r, i, path, neighbours) for i, r in enumerate(releases, 1)]
-    return Ledger(path, str(head.get("name", path)), delta, max_eps, neighbours, tuple(entries))
+    return Ledger(path, name, delta, max_eps, neighbours, tuple(entries))
 
 
 def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
@@ -103,14 +111,12 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
     where = f"ledger {path} {label}"
     if not isinstance(r, dict):
         raise ObjectError(f"{where}: must be a table")
-    mech = r.get("mechanism")
-    if mech not in MECHANISMS:
-        raise ObjectError(f"{where}: field 'mechanism' must be one of {', '.join(MECHANISMS)}; got {mech!r}")
-    unknown = set(r) - COMMON - MECHANISMS[mech]
-    if unknown:
-        allowed = ", ".join(sorted(COMMON | MECHANISMS[mech]))
-        raise ObjectError(f"{where}: unknown field {sorted(unknown)[0]!r} for a {mech} release; allowed: {allowed}")
-    times = int(_number(r, "times", where, low=1.0, low_open=False, integer=True, default=1.0))
+    mech = _text(r, "mechanism", where, tuple(MECHANISMS))
+    check_fields(r, COMMON | MECHANISMS[mech], where, f"a {mech} release")
+    name = _text(r, "name", where, default=label)
+    if "note" in r:
+        _text(r, "note", where)
+    times = count(r, "times", where)
     if mech == "gaussian":
         if ("sigma" in r) == ("noise_multiplier" in r):
             raise ObjectError(f"{where}: give exactly one of 'sigma' or 'noise_multiplier'")
@@ -133,9 +139,7 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
         obj = ZCDP(_number(r, "rho", where, low_open=False))
     if "rate" in r:
         rate = _number(r, "rate", where, high=1.0)
-        sampling = r.get("sampling", "poisson")
-        if sampling not in ("poisson", "without-replacement"):
-            raise ObjectError(f"{where}: field 'sampling' must be 'poisson' or 'without-replacement'; got {sampling!r}")
+        sampling = _text(r, "sampling", where, ("poisson", "without-replacement"), default="poisson")
         needed = "add-remove" if sampling == "poisson" else "substitution"
         if needed != neighbours:
             raise ObjectError(
@@ -147,7 +151,7 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
         obj = Subsampled(obj, rate, sampling, needed)
     elif "sampling" in r:
         raise ObjectError(f"{where}: 'sampling' needs a 'rate'")
-    return Entry(str(r.get("name", label)), obj, times, where)
+    return Entry(name, obj, times, where)
 
 
 def describe(obj: Any) -> str:

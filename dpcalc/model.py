@@ -197,6 +197,68 @@ class ObjectError(ValueError):
     """A privacy object in JSON or a ledger is malformed; the message says where."""
 
 
+#: The fields each privacy object type may carry (besides ``type``); anything else is refused.
+FIELDS: dict[str, tuple[str, ...]] = {
+    "gaussian": ("sigma", "sensitivity"),
+    "laplace": ("scale", "sensitivity"),
+    "dp": ("epsilon", "delta"),
+    "gdp": ("mu",),
+    "zcdp": ("rho",),
+    "rdp": ("orders", "values"),
+    "subsampled": ("rate", "scheme", "neighbours", "inner"),
+    "composed": ("parts",),
+}
+#: Largest exact count: integers above 2^53 cannot all be told apart once they pass through a float.
+MAX_COUNT = 2**53
+
+
+def check_fields(d: dict, allowed, where: str, what: str) -> None:
+    """Refuse keys of ``d`` outside ``allowed``, naming the nearest allowed one."""
+    from dpcalc.strictjson import suggest
+
+    for key in d:
+        if key not in allowed:
+            names = ", ".join(sorted(allowed))
+            raise ObjectError(f"{where}: unknown field {key!r}{suggest(key, allowed)} for {what}; allowed: {names}")
+
+
+def _text(d: dict, key: str, where: str, choices=None, default=None) -> str:
+    from dpcalc.strictjson import suggest
+
+    if key not in d:
+        if default is None:
+            raise ObjectError(f"{where}: field '{key}' is missing")
+        return default
+    v = d[key]
+    if not isinstance(v, str):
+        raise ObjectError(f"{where}: field '{key}' must be a string; got {v!r}")
+    if choices is not None and v not in choices:
+        opts = " or ".join(repr(x) for x in choices) if len(choices) <= 2 else "one of " + ", ".join(choices)
+        raise ObjectError(f"{where}: field '{key}' must be {opts}; got {v!r}{suggest(v, choices)}")
+    return v
+
+
+def count(d: dict, key: str, where: str, default: int | None = 1) -> int:
+    """A whole number ≥ 1 read exactly: JSON/TOML integers as they are, a float only when it is an exact integer."""
+    if key not in d:
+        if default is None:
+            raise ObjectError(f"{where}: field '{key}' is missing")
+        return default
+    v = d[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ObjectError(f"{where}: field '{key}' must be a whole number >= 1; got {v!r}")
+    if isinstance(v, float):
+        if not (v.is_integer() and 1 <= v <= MAX_COUNT):
+            raise ObjectError(
+                f"{where}: field '{key}' must be a whole number in [1, {MAX_COUNT}] (write it without a decimal "
+                f"point); got {v!r}"
+            )
+        v = int(v)
+    if not 1 <= v <= MAX_COUNT:
+        raise ObjectError(f"{where}: field '{key}' must be a whole number in [1, {MAX_COUNT}]; got {v!r}")
+    return v
+
+
 def _number(
     d: dict,
     key: str,
@@ -207,7 +269,6 @@ def _number(
     high: float | None = None,
     high_open: bool = False,
     default: float | None = None,
-    integer: bool = False,
 ) -> float:
     import math
 
@@ -218,12 +279,13 @@ def _number(
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ObjectError(f"{where}: field '{key}' must be a number; got {v!r}")
-    v = float(v)
+    try:
+        v = float(v)
+    except OverflowError:
+        v = math.inf
     ok = math.isfinite(v) and (v > low if low_open else v >= low)
     if high is not None:
         ok = ok and (v < high if high_open else v <= high)
-    if integer:
-        ok = ok and v == math.floor(v)
     if not ok:
         lb = "(" if low_open else "["
         rng = (
@@ -231,16 +293,27 @@ def _number(
             if high is not None
             else f"{'>' if low_open else '>='} {low:g}"
         )
-        kind = "a whole number" if integer else "a number"
-        raise ObjectError(f"{where}: field '{key}' must be {kind} {rng}; got {d[key]!r}")
+        raise ObjectError(f"{where}: field '{key}' must be a number {rng}; got {d[key]!r}")
     return v
 
 
 def from_dict(d: Any, where: str = "object"):
-    """Build a privacy object from its ``to_dict`` form, validating every field."""
+    """Build a privacy object from its ``to_dict`` form, validating every field.
+
+    Unknown fields, wrong types and values out of range are refused with a
+    message naming ``where`` and the field.
+    """
+    from dpcalc.strictjson import suggest
+
     if not isinstance(d, dict):
         raise ObjectError(f"{where}: expected a JSON object with a 'type'; got {type(d).__name__}")
     kind = d.get("type")
+    if kind not in FIELDS:
+        known = ", ".join(FIELDS)
+        hint = suggest(kind, FIELDS) if isinstance(kind, str) else ""
+        got = "no 'type'" if "type" not in d else f"unknown type {kind!r}{hint}"
+        raise ObjectError(f"{where}: {got}; expected one of {known}")
+    check_fields(d, ("type", *FIELDS[kind]), where, f"a {kind} object")
     if kind == "gaussian":
         return Gaussian(_number(d, "sigma", where), _number(d, "sensitivity", where, default=1.0))
     if kind == "laplace":
@@ -258,32 +331,27 @@ def from_dict(d: Any, where: str = "object"):
         orders, values = d.get("orders"), d.get("values")
         if not isinstance(orders, list) or not isinstance(values, list) or len(orders) != len(values) or not orders:
             raise ObjectError(f"{where}: 'orders' and 'values' must be non-empty lists of equal length")
-        o = tuple(_number({"o": x}, "o", f"{where} orders", low=1.0) for x in orders)
-        v = tuple(_number({"v": x}, "v", f"{where} values", low_open=False) for x in values)
+        o = tuple(_number({"orders": x}, "orders", f"{where} order {i}", low=1.0) for i, x in enumerate(orders, 1))
+        v = tuple(
+            _number({"values": x}, "values", f"{where} value {i}", low_open=False) for i, x in enumerate(values, 1)
+        )
         return RDPCurve(o, v)
     if kind == "subsampled":
-        scheme = d.get("scheme", "poisson")
-        if scheme not in ("poisson", "without-replacement"):
-            raise ObjectError(f"{where}: field 'scheme' must be 'poisson' or 'without-replacement'; got {scheme!r}")
+        scheme = _text(d, "scheme", where, ("poisson", "without-replacement"), default="poisson")
         default_nb = "add-remove" if scheme == "poisson" else "substitution"
-        nb = d.get("neighbours", default_nb)
-        if nb not in ("add-remove", "substitution"):
-            raise ObjectError(f"{where}: field 'neighbours' must be 'add-remove' or 'substitution'; got {nb!r}")
+        nb = _text(d, "neighbours", where, ("add-remove", "substitution"), default=default_nb)
         inner = from_dict(d.get("inner"), f"{where} inner")
         if isinstance(inner, (Subsampled, Composed)):
             raise ObjectError(f"{where}: the inner mechanism of a subsampled object must be a single mechanism")
         return Subsampled(inner, _number(d, "rate", where, high=1.0), scheme, nb)
-    if kind == "composed":
-        parts = d.get("parts")
-        if not isinstance(parts, list) or not parts:
-            raise ObjectError(f"{where}: 'parts' must be a non-empty list")
-        out = []
-        for i, p in enumerate(parts, 1):
-            w = f"{where} part {i}"
-            if not isinstance(p, dict):
-                raise ObjectError(f"{w}: expected an object with 'times' and 'of'")
-            times = int(_number(p, "times", w, low=1.0, low_open=False, integer=True, default=1.0))
-            out.append((from_dict(p.get("of"), w), times))
-        return Composed(tuple(out))
-    known = "gaussian, laplace, dp, gdp, zcdp, rdp, subsampled, composed"
-    raise ObjectError(f"{where}: unknown type {kind!r}; expected one of {known}")
+    parts = d.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise ObjectError(f"{where}: 'parts' must be a non-empty list")
+    out = []
+    for i, p in enumerate(parts, 1):
+        w = f"{where} part {i}"
+        if not isinstance(p, dict):
+            raise ObjectError(f"{w}: expected an object with 'times' and 'of'")
+        check_fields(p, ("times", "of"), w, "a part of a composed object")
+        out.append((from_dict(p.get("of"), w), count(p, "times", w)))
+    return Composed(tuple(out))

@@ -129,7 +129,7 @@ def test_example_ledger_totals_and_shares():
 
 
 def test_ledger_json_form_matches_toml(tmp_path):
-    import tomllib
+    from dpcalc.ledger import tomllib  # tomllib, or the tomli backport on Python 3.10
 
     data = tomllib.loads(LEDGER.read_text())
     p = tmp_path / "ledger.json"

@@ -21,6 +21,7 @@ from dpcalc.cli.options import (
     number_option,
     output_options,
     pld_width_option,
+    refuse_unused,
     require,
     sensitivity_option,
 )
@@ -570,10 +571,14 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
     from dpcalc.model import DP, Composed, ObjectError
 
     if ledger is not None:
+        refuse_unused(
+            "with --ledger (the releases and their counts come from the ledger)", "source", "times", "delta_prime"
+        )
         return _compose_ledger(ledger, delta, accountant != "rdp", fmt, as_json)
     objs = read_objects(source)
     times = int(times)
-    if len(objs) == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0:
+    if len(objs) == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0 and delta is None:
+        # One (ε, δ) object with no --delta: basic, advanced and optimal composition at kδ + δ′.
         o = objs[0][0]
         return click.get_current_context().invoke(
             dp,
@@ -586,6 +591,9 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
             as_json=as_json,
         )
     require("delta", delta, "the total ε is reported at this δ")
+    refuse_unused(
+        "here (it is the extra δ′ of advanced composition for one piped (ε, δ) object without --delta)", "delta_prime"
+    )
     try:
         parts = [p for obj, where in objs for p in flatten(obj, times, where)]
         totals = compose_parts(parts, delta, with_pld=accountant != "rdp", width=c.pld_width())

@@ -12,6 +12,7 @@ spaced) or ``START:STOP:N:log`` (N points, evenly spaced in log scale).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable
 
 import click
@@ -31,7 +32,7 @@ class Range:
         self.integer = integer
 
     def contains(self, x: float) -> bool:
-        if not math.isfinite(x):
+        if not isinstance(x, int) and not math.isfinite(x):
             return False
         if self.low is not None and (x <= self.low if self.low_open else x < self.low):
             return False
@@ -43,15 +44,22 @@ class Range:
 
     def describe(self) -> str:
         kind = "a whole number" if self.integer else "a number"
+        lo, hi = _bound_text(self.low), _bound_text(self.high)
         if self.low is not None and self.high is not None:
             lb = "(" if self.low_open else "["
             hb = ")" if self.high_open else "]"
-            return f"{kind} in {lb}{self.low:g}, {self.high:g}{hb}"
+            return f"{kind} in {lb}{lo}, {hi}{hb}"
         if self.low is not None:
-            return f"{kind} {'>' if self.low_open else '>='} {self.low:g}"
+            return f"{kind} {'>' if self.low_open else '>='} {lo}"
         if self.high is not None:
-            return f"{kind} {'<' if self.high_open else '<='} {self.high:g}"
+            return f"{kind} {'<' if self.high_open else '<='} {hi}"
         return f"{kind} (finite)"
+
+
+def _bound_text(x) -> str:
+    if x is None:
+        return ""
+    return str(x) if isinstance(x, int) else f"{x:g}"
 
 
 POSITIVE = Range(0)
@@ -59,25 +67,53 @@ NONNEGATIVE = Range(0, low_open=False)
 PROBABILITY = Range(0, 1)
 RATE = Range(0, 1, low_open=True, high_open=False)
 UNIT_CLOSED = Range(0, 1, low_open=False, high_open=False)
-COUNT = Range(1, low_open=False, integer=True)
+COUNT = Range(1, 2**53, low_open=False, high_open=False, integer=True)
 PROB_OR_ZERO = Range(0, 1, low_open=False)
 
 #: Click context settings shared by every command.
 CONTEXT = {"help_option_names": ["-h", "--help"], "show_default": True, "max_content_width": 100}
 
 
+#: The number syntax every numeric option accepts: ASCII digits, an optional sign, decimal point and exponent.
+#: Underscores (1_000), non-ASCII digits (Arabic-Indic, full-width), hexadecimal, nan and inf are refused.
+NUMBER_SYNTAX = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Largest count (k, T, N, group size …): every whole number up to 2^53 is exact in double precision.
+MAX_COUNT = 2**53
+
+
 def _parse_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number") from None
+    t = text.strip()
+    if not NUMBER_SYNTAX.fullmatch(t):
+        raise ValueError(f"{text!r} is not a number (write it with ASCII digits, e.g. 0.5, 1e-5 or 1000)")
+    value = float(t)
     if not math.isfinite(value):
-        raise ValueError(f"{text!r} is not a finite number")
+        raise ValueError(f"{text!r} is not a finite number (at most about 1.8e308)")
     return value
 
 
-def parse_grid(text: str, max_points: int = MAX_GRID_POINTS) -> tuple[float, ...]:
-    """Parse the grid syntax into a tuple of floats (no range check)."""
+def _parse_count(text: str) -> int:
+    """A whole number read exactly (never through a float): 1000, 1e6 and 2.5e3 are whole; 1.5 is not."""
+    from decimal import Decimal
+
+    t = text.strip()
+    if not NUMBER_SYNTAX.fullmatch(t):
+        raise ValueError(f"{text!r} is not a whole number (write it with ASCII digits, e.g. 1000 or 1e6)")
+    exp = re.search(r"[eE]([+-]?[0-9]+)$", t)
+    if exp and abs(int(exp.group(1))) > 400:
+        raise ValueError(f"{text!r} is out of range")
+    d = Decimal(t)
+    if d != d.to_integral_value():
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(d)
+
+
+def _parse_item(text: str, allowed: Range) -> float:
+    return _parse_count(text) if allowed.integer else _parse_number(text)
+
+
+def parse_grid(text: str, max_points: int = MAX_GRID_POINTS, integer: bool = False) -> tuple[float, ...]:
+    """Parse the grid syntax into a tuple of floats (no range check); single items of an ``integer`` grid are
+    read exactly as Python ints."""
     if not text.strip():
         raise ValueError("empty value")
     points: list[float] = []
@@ -90,9 +126,10 @@ def parse_grid(text: str, max_points: int = MAX_GRID_POINTS) -> tuple[float, ...
             log = len(parts) == 4 and parts[3].strip().lower() == "log"
             if len(parts) not in (3, 4) or (len(parts) == 4 and not log):
                 raise ValueError(f"{item!r} is not a range START:STOP:N or START:STOP:N:log")
-            start, stop = _parse_number(parts[0]), _parse_number(parts[1])
+            parse = _parse_count if integer else _parse_number
+            start, stop = parse(parts[0]), parse(parts[1])
             try:
-                n = int(parts[2])
+                n = _parse_count(parts[2])
             except ValueError:
                 raise ValueError(f"the count in {item!r} is not a whole number") from None
             if n < 1 or n > max_points:
@@ -115,7 +152,7 @@ def parse_grid(text: str, max_points: int = MAX_GRID_POINTS) -> tuple[float, ...
                 points.extend(float(f"{start + (stop - start) * i / (n - 1):.15g}") for i in range(n))
                 points[-1] = stop
         else:
-            points.append(_parse_number(item))
+            points.append(_parse_count(item) if integer else _parse_number(item))
         if len(points) > max_points:
             raise ValueError(f"more than {max_points} points")
     return tuple(points)
@@ -135,12 +172,12 @@ class GridType(click.ParamType):
             return value
         text = str(value)
         try:
-            points = parse_grid(text) if self.grid else (_parse_number(text),)
+            points = parse_grid(text, integer=self.allowed.integer) if self.grid else (_parse_item(text, self.allowed),)
         except ValueError as exc:
             self.fail(f"{exc}; expected {self.allowed.describe()}", param, ctx)
         for p in points:
             if not self.allowed.contains(p):
-                self.fail(f"{p:g} is out of range; expected {self.allowed.describe()}", param, ctx)
+                self.fail(f"{_bound_text(p)} is out of range; expected {self.allowed.describe()}", param, ctx)
         if self.allowed.integer:
             return tuple(int(p) for p in points)
         return points
@@ -267,11 +304,13 @@ class RecordType(click.ParamType):
                 out[name] = float(default)  # type: ignore[arg-type]
                 continue
             try:
-                x = _parse_number(text)
+                x = _parse_item(text, allowed)
             except ValueError as exc:
                 self.fail(f"{name} in {value!r}: {exc}", param, ctx)
             if not allowed.contains(x):
-                self.fail(f"{name} {x:g} in {value!r} is out of range; expected {allowed.describe()}", param, ctx)
+                self.fail(
+                    f"{name} {_bound_text(x)} in {value!r} is out of range; expected {allowed.describe()}", param, ctx
+                )
             out[name] = x
         return out
 
@@ -305,3 +344,31 @@ def pld_width_option(f: Callable) -> Callable:
         "fits; W decides how far the grids are refined. Narrower is slower: each halving of the grid roughly "
         "doubles the time. Rows still wider (the largest grid reached) are named on stderr.",
     )(f)
+
+
+def given(name: str) -> bool:
+    """Whether the running command's parameter ``name`` was given by the user (not a default)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    src = ctx.get_parameter_source(name)
+    return src is not None and src not in (ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+
+
+def _option_name(name: str) -> str:
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        for p in ctx.command.params:
+            if p.name == name and getattr(p, "opts", None):
+                return max(p.opts, key=len)
+    return "--" + name.replace("_", "-")
+
+
+def refuse_unused(why: str, *names: str) -> None:
+    """Refuse options that the running mode would ignore: a value given and dropped changes nothing the user can see."""
+    used = [n for n in names if given(n)]
+    if used:
+        opts = ", ".join(f"'{_option_name(n)}'" for n in used)
+        raise click.UsageError(f"Option{'s' if len(used) > 1 else ''} {opts} cannot be used {why}.")

@@ -46,20 +46,43 @@ input_option = click.option(
 )
 
 
+#: Top-level fields of a dpcalc document (result-v1.schema.json); anything else is refused when one is read.
+DOCUMENT_FIELDS = (
+    "schema_version",
+    "dpcalc_version",
+    "command",
+    "inputs",
+    "columns",
+    "rows",
+    "warnings",
+    "notes",
+    "objects",
+    "budget",
+)
+
+
 def read_objects(source: str) -> list[tuple[object, str]]:
-    """Parse privacy objects from ``source``; returns (object, where) pairs."""
-    from dpcalc.model import ObjectError, from_dict
+    """Parse privacy objects from ``source``; returns (object, where) pairs.
+
+    Strict: duplicate keys, unknown fields, NaN, over-long integers, deep
+    nesting, bytes that are not UTF-8 and input over the size limit are
+    refused with the document and object they are in (see
+    :mod:`dpcalc.strictjson`).
+    """
+    from dpcalc.model import ObjectError, check_fields, from_dict
+    from dpcalc.strictjson import InputError, decoder, raw_decode, read_text
 
     name = "stdin" if source == "-" else source
     try:
-        text = sys.stdin.read() if source == "-" else open(source, encoding="utf-8").read()
-    except OSError as exc:
-        raise click.UsageError(f"Invalid value for '--input': cannot read {source!r}: {exc.strerror}.") from None
+        text = read_text(source, name)
+    except InputError as exc:
+        prefix = "Invalid value for '--input': " if source != "-" else ""
+        raise click.UsageError(f"{prefix}{exc}.") from None
     if not text.strip():
         raise click.UsageError(
             f"no input on {name}: pipe a dpcalc --json document, or give a mechanism (e.g. 'gaussian') or --input FILE."
         )
-    decoder = json.JSONDecoder()
+    dec = decoder()
     pos, n_doc, out = 0, 0, []
     while True:
         while pos < len(text) and text[pos].isspace():
@@ -67,35 +90,49 @@ def read_objects(source: str) -> list[tuple[object, str]]:
         if pos >= len(text):
             break
         n_doc += 1
+        where = f"{name} document {n_doc}"
         try:
-            value, pos = decoder.raw_decode(text, pos)
+            value, pos = raw_decode(dec, text, pos)
         except json.JSONDecodeError as exc:
             line = text.count("\n", 0, exc.pos) + 1
             raise click.UsageError(f"{name}: document {n_doc} is not valid JSON at line {line}: {exc.msg}.") from None
-        where = f"{name} document {n_doc}"
-        if isinstance(value, dict) and "schema_version" in value:
-            if value.get("schema_version") != SCHEMA_VERSION:
-                raise click.UsageError(
-                    f"{where}: schema_version {value.get('schema_version')!r} is not supported; this dpcalc reads "
-                    f"version {SCHEMA_VERSION}."
-                )
-            items = value.get("objects")
-            if not isinstance(items, list):
-                raise click.UsageError(f"{where}: 'objects' must be a list.")
-            if not items:
-                raise click.UsageError(f"{where} ({value.get('command', '?')}) carries no privacy object to read.")
-        elif isinstance(value, dict):
-            items = [value]
-        elif isinstance(value, list):
-            items = value
-        else:
-            raise click.UsageError(f"{where}: expected a dpcalc document, a privacy object or a list of them.")
+        except InputError as exc:
+            raise click.UsageError(f"{where}: {exc}.") from None
+        try:
+            items = _document_objects(value, where, check_fields)
+        except ObjectError as exc:
+            raise click.UsageError(f"{exc}.") from None
         for i, item in enumerate(items, 1):
             w = f"{where} object {i}"
             try:
                 out.append((from_dict(item, w), w))
             except ObjectError as exc:
-                raise click.UsageError(str(exc)) from None
+                raise click.UsageError(f"{exc}.") from None
     if not out:
         raise click.UsageError(f"{name} holds no privacy object (an empty list?); nothing to do.")
     return out
+
+
+def _document_objects(value, where: str, check_fields) -> list:
+    """The privacy objects a parsed JSON value carries: a dpcalc document's ``objects``, one object, or a list."""
+    from dpcalc.model import ObjectError
+
+    if isinstance(value, dict) and "schema_version" in value:
+        version = value["schema_version"]
+        if isinstance(version, bool) or not isinstance(version, int) or version != SCHEMA_VERSION:
+            raise ObjectError(
+                f"{where}: schema_version {version!r} is not supported; this dpcalc reads version {SCHEMA_VERSION} "
+                "(a whole number)"
+            )
+        check_fields(value, DOCUMENT_FIELDS, where, "a dpcalc document")
+        items = value.get("objects")
+        if not isinstance(items, list):
+            raise ObjectError(f"{where}: 'objects' must be a list")
+        if not items:
+            raise ObjectError(f"{where} ({value.get('command', '?')}) carries no privacy object to read")
+        return items
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list):
+        return value
+    raise ObjectError(f"{where}: expected a dpcalc document, a privacy object or a list of them")

@@ -1,0 +1,283 @@
+"""Nothing typed or piped changes an answer silently (issue 16, item 1 and 10).
+
+Every privacy object, dpcalc document and ledger is read strictly: a typo'd
+field, a repeated key or section, a wrong type, a count that is not an exact
+integer — each is refused with exit 2 and a message naming the document, the
+object and the field. Never answered.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import string
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dpcalc.cli import cli
+from dpcalc.cli.pipe import read_objects
+from dpcalc.model import FIELDS, from_dict
+
+
+def run(args: str, stdin: str | bytes | None = None):
+    return CliRunner().invoke(cli, args.split(), input=stdin)
+
+
+# ---------------------------------------------------------------- strategies
+
+pos = st.floats(0.05, 50, allow_nan=False)
+simple = st.one_of(
+    st.builds(lambda s, d: {"type": "gaussian", "sigma": s, "sensitivity": d}, pos, pos),
+    st.builds(lambda s, d: {"type": "laplace", "scale": s, "sensitivity": d}, pos, pos),
+    st.builds(lambda e, d: {"type": "dp", "epsilon": e, "delta": d}, pos, st.floats(0, 1e-3)),
+    st.builds(lambda m: {"type": "gdp", "mu": m}, pos),
+    st.builds(lambda r: {"type": "zcdp", "rho": r}, pos),
+    st.builds(lambda o, v: {"type": "rdp", "orders": [o, o + 1], "values": [v, v * 2]}, st.floats(1.5, 64), pos),
+)
+sub = st.builds(
+    lambda inner, q: {"type": "subsampled", "rate": q, "scheme": "poisson", "neighbours": "add-remove", "inner": inner},
+    st.sampled_from(
+        [{"type": "gaussian", "sigma": 1.0, "sensitivity": 1.0}, {"type": "laplace", "scale": 1.0, "sensitivity": 1.0}]
+    ),
+    st.floats(1e-4, 1.0),
+)
+valid_object = st.one_of(
+    simple,
+    sub,
+    st.builds(
+        lambda ps, t: {"type": "composed", "parts": [{"times": t, "of": p} for p in ps]},
+        st.lists(simple, min_size=1, max_size=3),
+        st.integers(1, 1000),
+    ),
+)
+
+
+def _paths(obj, prefix=()):
+    """Every (path, key) of a dict field in a nested privacy object (type excluded)."""
+    for k, v in obj.items():
+        if k != "type":
+            yield prefix, k
+        if isinstance(v, dict):
+            yield from _paths(v, prefix + (k,))
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, dict):
+                    yield from _paths(x, prefix + (k, i))
+
+
+def _at(obj, path):
+    for p in path:
+        obj = obj[p]
+    return obj
+
+
+def _typo(name: str, data) -> str:
+    kind = data.draw(st.sampled_from(["delete", "insert", "replace", "swap"]))
+    i = data.draw(st.integers(0, len(name) - 1))
+    ch = data.draw(st.sampled_from(string.ascii_lowercase + "_"))
+    if kind == "delete" and len(name) > 1:
+        return name[:i] + name[i + 1 :]
+    if kind == "swap" and i + 1 < len(name) and name[i] != name[i + 1]:
+        return name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+    if kind == "replace" and name[i] != ch:
+        return name[:i] + ch + name[i + 1 :]
+    return name[:i] + ch + name[i:]
+
+
+def _read(tmp_path, text: str):
+    p = tmp_path / "in.json"
+    p.write_text(text, encoding="utf-8")
+    return read_objects(str(p))
+
+
+# ---------------------------------------------------------------- properties
+
+
+@given(valid_object)
+def test_valid_objects_are_read_back_unchanged(obj):
+    o = from_dict(obj)
+    assert from_dict(o.to_dict()) == o
+
+
+@given(valid_object, st.data())
+def test_any_single_field_typo_is_refused(tmp_path_factory, obj, data):
+    obj = copy.deepcopy(obj)  # generated values are shared between examples: never mutate them
+    path, key = data.draw(st.sampled_from(list(_paths(obj))))
+    bad = _typo(key, data)
+    holder = _at(obj, path)
+    if bad in holder or bad == key or bad == "type":
+        return
+    holder[bad] = holder.pop(key)
+    with pytest.raises(Exception) as info:
+        _read(tmp_path_factory.mktemp("t"), json.dumps(obj))
+    msg = str(info.value.format_message() if hasattr(info.value, "format_message") else info.value)
+    assert f"unknown field {bad!r}" in msg or "is missing" in msg or "part" in msg, msg
+
+
+@given(valid_object, st.data())
+def test_any_duplicated_key_is_refused(tmp_path_factory, obj, data):
+    obj = copy.deepcopy(obj)
+    path, key = data.draw(st.sampled_from(list(_paths(obj))))
+    text = json.dumps(obj)
+    # Repeat the key inside its own object, with a different value, as the first member.
+    holder = _at(obj, path)
+    marker = json.dumps(holder)
+    dup = "{" + json.dumps(key) + ": 12345, " + marker[1:]
+    text = text.replace(marker, dup, 1)
+    with pytest.raises(Exception) as info:
+        _read(tmp_path_factory.mktemp("t"), text)
+    assert f"duplicate key {key!r}" in str(info.value.format_message()), text
+
+
+def test_the_schema_lists_exactly_the_fields_dpcalc_reads():
+    from importlib import resources
+
+    schema = json.loads(resources.files("dpcalc").joinpath("schema/result-v1.schema.json").read_text())
+    for variant in schema["$defs"]["privacy_object"]["oneOf"]:
+        kind = variant["properties"]["type"]["const"]
+        assert set(variant["properties"]) == {"type", *FIELDS[kind]}, kind
+        assert variant.get("additionalProperties") is False, kind
+
+
+# ---------------------------------------------------------------- the issue's examples, end to end
+
+
+@pytest.mark.parametrize(
+    "stdin, mentions",
+    [
+        ('{"type":"gaussian","sigma":2,"sensitivty":5}', "unknown field 'sensitivty' (did you mean 'sensitivity'?)"),
+        ('{"type":"gdp","mu":50,"mu":1}', "duplicate key 'mu'"),
+        ('{"schema_version":true,"objects":[{"type":"gdp","mu":1}]}', "schema_version True is not supported"),
+        ('{"schema_version":1.0,"objects":[{"type":"gdp","mu":1}]}', "schema_version 1.0 is not supported"),
+        ('{"schema_version":1,"objects":[{"type":"gdp","mu":1}],"object":[]}', "unknown field 'object'"),
+        ('{"type":"gpd","mu":1}', "unknown type 'gpd' (did you mean 'gdp'?)"),
+        ('{"type":"gdp","mu":true}', "field 'mu' must be a number"),
+        ('{"type":"gdp","mu":NaN}', "NaN is not a JSON number"),
+        ('{"type":"gdp","mu":' + "9" * 5000 + "}", "an integer of 5000 digits"),
+        ("[" * 100_000, "nested too deeply"),
+        ('{"type":"composed","parts":[{"times":2.5,"of":{"type":"gdp","mu":1}}]}', "field 'times' must be a whole"),
+        ('{"type":"composed","parts":[{"times":true,"of":{"type":"gdp","mu":1}}]}', "field 'times' must be a whole"),
+        ('{"type":"composed","parts":[{"time":2,"of":{"type":"gdp","mu":1}}]}', "unknown field 'time'"),
+        ('{"type":"subsampled","rate":0.1,"scheme":"poison","inner":{"type":"gaussian","sigma":1}}', "'poisson'"),
+    ],
+)
+def test_malformed_documents_are_refused_with_the_field(stdin, mentions):
+    r = run("compose --delta 1e-5 --max-epsilon 10", stdin)
+    assert r.exit_code == 2, r.stdout
+    assert r.stderr.startswith("Error: stdin document 1") and r.stderr.count("\n") == 1, r.stderr
+    assert mentions in r.stderr
+
+
+def test_a_byte_order_mark_is_accepted_and_latin1_is_named():
+    plain = run("compose --delta 1e-5 --value epsilon", '{"type":"gdp","mu":1}')
+    bom = run("compose --delta 1e-5 --value epsilon", '\ufeff{"type":"gdp","mu":1}'.encode("utf-8"))
+    assert bom.exit_code == 0 and bom.stdout == plain.stdout
+    r = run("compose --delta 1e-5", '{"type":"gdp","mu":1,"n":"caf\xe9"}'.encode("latin-1"))
+    assert r.exit_code == 2 and "not UTF-8 text (byte 0xE9" in r.stderr
+
+
+def test_stdin_is_bounded(monkeypatch):
+    import dpcalc.strictjson as sj
+
+    monkeypatch.setattr(sj, "MAX_INPUT_BYTES", 1000)
+    r = run("compose --delta 1e-5", " " * 2000 + '{"type":"gdp","mu":1}')
+    assert r.exit_code == 2 and "at most" in r.stderr
+
+
+JSON_LEDGER_TWO_RELEASE_ARRAYS = (
+    '{"ledger": {"delta": 1e-6}, "release": [{"mechanism": "gdp", "mu": 5}], '
+    '"release": [{"mechanism": "gdp", "mu": 0.1}]}'
+)
+
+
+@pytest.mark.parametrize(
+    "name, text, mentions",
+    [
+        ("l.json", JSON_LEDGER_TWO_RELEASE_ARRAYS, "duplicate key 'release'"),
+        ("l.json", '{"ledger": {"delta": 1e-6, "delta": 0.1}, "release": [{"mechanism": "gdp", "mu": 1}]}', "'delta'"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = 1\nmu = 2\n', "not valid TOML"),
+        ("l.toml", "[ledger]\ndelta = 1e-6\n[ledger]\n[[release]]\nmechanism='gdp'\nmu=1\n", "not valid TOML"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[releases]]\nmechanism = "gdp"\nmu = 1\n', "did you mean 'release'"),
+        ("l.toml", '[ledger]\ndelat = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = 1\n', "did you mean 'delta'"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gaussian"\nsigam = 1\n', "did you mean 'sigma'"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = true\n', "must be a number"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = 1\ntimes = 2.5\n', "whole number"),
+        ("l.toml", '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = 1\nname = 3\n', "must be a string"),
+        ("l.toml", '[ledger]\ndelta = true\n[[release]]\nmechanism = "gdp"\nmu = 1\n', "must be a number"),
+        ("l.toml", '[ledger]\nneighbours = "add-remov"\n[[release]]\nmechanism = "gdp"\nmu = 1\n', "did you mean"),
+    ],
+)
+def test_malformed_ledgers_are_refused(tmp_path, name, text, mentions):
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    r = run(f"compose --ledger {p} --delta 1e-5 --max-epsilon 1")
+    assert r.exit_code == 2, r.stdout
+    assert r.stderr.startswith(f"Error: ledger {p}") and r.stderr.count("\n") == 1, r.stderr
+    assert mentions in r.stderr
+
+
+def test_a_ledger_with_a_bom_reads_like_one_without(tmp_path):
+    text = '[ledger]\ndelta = 1e-6\n[[release]]\nmechanism = "gdp"\nmu = 1\n'
+    a, b = tmp_path / "a.toml", tmp_path / "b.toml"
+    a.write_text(text, encoding="utf-8")
+    b.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    ra, rb = run(f"compose --ledger {a} --value epsilon"), run(f"compose --ledger {b} --value epsilon")
+    assert ra.exit_code == rb.exit_code == 0 and ra.stdout == rb.stdout
+
+
+@pytest.mark.parametrize(
+    "args, stdin, names",
+    [
+        ("compose --ledger examples/privacy.toml --times 5", None, "'--times'"),
+        ("compose --ledger examples/privacy.toml --input x.json --delta-prime 0.5", None, "'--input', '--delta-prime'"),
+        ("compose --delta 1e-5 --delta-prime 1e-7", '{"type":"gdp","mu":1}', "'--delta-prime'"),
+    ],
+)
+def test_options_a_mode_ignores_are_refused(args, stdin, names):
+    r = run(args, stdin)
+    assert r.exit_code == 2 and names in r.stderr and "cannot be used" in r.stderr, r.stderr
+
+
+def test_one_dp_object_with_delta_is_composed_at_that_delta():
+    """--delta used to be dropped silently for a single (ε, δ) object; now it is the δ of the answer."""
+    r = run("compose --delta 1e-3 --times 10 --json", '{"type":"dp","epsilon":1,"delta":1e-6}')
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    best = [row for row in rows if row["tightest"]]
+    # Basic composition is 10 at δ = 1e-5; the answer is at the δ asked for, and tighter.
+    assert len(best) == 1 and best[0]["delta"] == 1e-3 and best[0]["epsilon"] < 10
+
+
+@pytest.mark.parametrize(
+    "value, ok",
+    [
+        ("1000", 1000),
+        ("1e3", 1000),
+        ("+7", 7),
+        ("9007199254740992", 2**53),
+        ("9007199254740993", None),
+        ("1_000", None),
+        ("١٠", None),
+        ("１０", None),
+        ("10.5", None),
+        ("0x10", None),
+        ("1e400", None),
+    ],
+)
+def test_counts_are_read_exactly(value, ok):
+    r = run(f"compose gdp --mu 1e-9 --delta 1e-5 --times {value} --json")
+    if ok is None:
+        assert r.exit_code == 2 and "'--times'" in r.stderr, r.stderr
+    else:
+        assert r.exit_code == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["inputs"]["times"] == ok and all(row["times"] == ok for row in doc["rows"])
+
+
+@pytest.mark.parametrize("value", ["1_0", "٠.٥", "０.５", "nan", "inf", "0x1p-3", "1e-5 1"])
+def test_number_syntax_is_ascii_decimal(value):
+    r = CliRunner().invoke(cli, ["convert", "gdp", "--mu", value, "--delta", "1e-5"])
+    assert r.exit_code == 2 and "'--mu'" in r.stderr, r.stderr
