@@ -34,3 +34,22 @@ def test_readme_commands_match_ci():
     ci = (README.parent / ".ci" / "run").read_text()
     assert "python -m pip install -e '.[test]' && python -m pytest -q" in README.read_text()
     assert "python -m pip install -e '.[test]' && python -m pytest -q" in ci
+
+
+def update() -> None:
+    """Re-run every ```console block and write its current output into README.md (``python tests/test_readme.py``)."""
+    import os
+
+    os.chdir(README.parent)
+    text = README.read_text()
+
+    def fresh(m):
+        r = CliRunner().invoke(cli, shlex.split(m.group(1)), env={"NO_COLOR": "1"})
+        out = "\n".join(ln.rstrip() for ln in r.stdout.splitlines()).strip("\n")
+        return f"```console\n$ dpcalc {m.group(1)}\n{out}\n```"
+
+    README.write_text(re.sub(r"```console\n\$ dpcalc (.*?)\n(.*?)```", fresh, text, flags=re.S))
+
+
+if __name__ == "__main__":
+    update()

@@ -281,3 +281,74 @@ def test_counts_are_read_exactly(value, ok):
 def test_number_syntax_is_ascii_decimal(value):
     r = CliRunner().invoke(cli, ["convert", "gdp", "--mu", value, "--delta", "1e-5"])
     assert r.exit_code == 2 and "'--mu'" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- no option given is dropped without a word
+
+#: A value for each option that differs from its default (flags: None).
+ALT = {
+    "--epsilon": "0.7", "--delta": "1e-7", "--mu": "0.3", "--rho": "0.2", "--sensitivity": "3",
+    "--method": "classical", "--sigma": "3", "--to": "gdp", "--alpha": "0.1", "--fpr": "0.05",
+    "--orders": "2,3", "--values": "0.5,0.8", "--times": "7", "--delta-prime": "1e-8", "--release": "0.5,1e-7,3",
+    "--target-delta": "1e-3", "--pld-width": "0.01", "--size": "3", "--rate": "0.3",
+    "--scheme": "without-replacement", "--steps": "5", "--accountant": "rdp", "--gaussian": "2,1,3",
+    "--subsampled-gaussian": "0.1,1,10", "--laplace": "3,1,2", "--dataset-size": "1000", "--batch-size": "30",
+    "--epochs": "3", "--noise-multiplier": "1.3", "--target-epsilon": "5", "--solve": "epochs",
+    "--sampling": "without-replacement", "--per-epoch": None,
+}  # fmt: skip
+BASES = [
+    "calibrate gaussian --epsilon 1 --delta 1e-5",
+    "calibrate gaussian --mu 1",
+    "calibrate gaussian --rho 0.5",
+    "calibrate laplace --epsilon 1",
+    "convert gaussian --sigma 2 --delta 1e-5",
+    "convert gaussian --sigma 2 --epsilon 1",
+    "convert gaussian --sigma 2 --to tradeoff --alpha 0.1",
+    "convert gdp --mu 1 --delta 1e-5",
+    "convert gdp --mu 1 --epsilon 1",
+    "convert gdp --mu 1 --to attack",
+    "convert dp --epsilon 1 --delta 1e-5 --to gdp",
+    "convert dp --epsilon 1 --to zcdp",
+    "convert zcdp --rho 0.5 --delta 1e-5",
+    "convert rdp --orders 2,4 --values 0.1,0.3 --delta 1e-5",
+    "compose dp --epsilon 1 --delta 1e-6 --times 10",
+    "compose dp --release 1,1e-6,10 --release 0.5,0,3",
+    "compose gaussian --sigma 2 --times 10 --delta 1e-5",
+    "compose gaussian --release 2,1,10 --delta 1e-5",
+    "compose gdp --mu 0.5 --times 10 --delta 1e-5",
+    "compose gdp --release 0.5,10 --delta 1e-5",
+    "compose zcdp --rho 0.1 --times 10 --delta 1e-5",
+    "compose zcdp --release 0.1,10 --delta 1e-5",
+    "group dp --epsilon 1 --delta 1e-6 --size 2",
+    "group pure --epsilon 1 --size 2",
+    "group gdp --mu 1 --size 2",
+    "group zcdp --rho 1 --size 2",
+    "group gaussian --sigma 2 --size 2 --delta 1e-5",
+]
+#: Options documented as applying only where the PLD engine runs ("where it applies" in their help).
+APPLIES_WHERE_USED = {"--accountant", "--pld-width"}
+
+
+def _rows(args):
+    r = CliRunner().invoke(cli, [*args, "--json"])
+    return (json.dumps(json.loads(r.stdout)["rows"], sort_keys=True) if r.exit_code == 0 else None), r
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_every_option_given_changes_the_answer_or_is_refused(base):
+    """An option a mode does not use must be refused (exit 2), never accepted with the same answer."""
+    args = base.split()
+    before, r0 = _rows(args)
+    assert before is not None, r0.stderr
+    cmd = args[:2]
+    help_text = CliRunner().invoke(cli, [*cmd, "-h"]).stdout
+    ignored = []
+    for opt, value in ALT.items():
+        if opt in args or opt in APPLIES_WHERE_USED or f"{opt} " not in help_text.replace("\n", " "):
+            continue
+        after, r = _rows([*args, opt, *([value] if value is not None else [])])
+        if after is None:
+            assert r.exit_code == 2 and r.stderr.startswith("Error: "), (opt, r.stderr)
+        elif after == before:
+            ignored.append(opt)
+    assert not ignored, f"{base}: {ignored} accepted and ignored"

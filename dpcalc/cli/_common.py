@@ -90,7 +90,17 @@ class collecting:
 def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, value: str | None = None) -> int:
     if _collector is not None:
         _collector.append(result)
+        total = sum(len(r.rows) for r in _collector)
+        if total > MAX_ROWS:
+            raise click.UsageError(
+                f"the {len(_collector)} objects read so far give {total} rows; at most {MAX_ROWS} are allowed "
+                "(pipe fewer objects or use smaller grids)."
+            )
         return 0
+    if not result.rows:
+        # Every command answers at least one row or says why not; an empty table must not pass as success.
+        why = f": {result.warnings[0]}" if result.warnings else ""
+        raise click.UsageError(f"no row can be answered for these inputs{why}")
     from dpcalc.render import render
 
     meta = getattr(click.get_current_context(silent=True), "meta", {})
@@ -244,3 +254,33 @@ def refuse_pld_gaps(eps, q, sigma, steps, delta, option: str) -> None:
             f"the PLD engine cannot answer q = {q[i]:g}, σ = {sigma[i]:g}, T = {int(steps[i])}, δ = {delta[i]:g} "
             f"(its loss distribution does not fit the grid), and no other sound method in dpcalc covers {option}."
         )
+
+
+class attributed:
+    """Context manager: errors raised while computing on a document's object name that object.
+
+    Values from a piped object or a ledger release reach the commands without passing an option, so an
+    error that would name an option ('--mu') is reported against the document, release and value instead.
+    """
+
+    def __init__(self, where: str):
+        self.where = where
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        from dpcalc.core.errors import ValidationError
+
+        if isinstance(exc, ValidationError):
+            raise click.UsageError(
+                f"{self.where}: it gives {exc.name} = {exc.value!r}, outside what dpcalc can compute "
+                f"({exc.allowed} is needed); use less extreme values."
+            ) from None
+        if isinstance(exc, (OverflowError, ZeroDivisionError)):
+            raise click.UsageError(
+                f"{self.where}: an intermediate value is too large to represent (over 1e308); use less extreme values."
+            ) from None
+        if isinstance(exc, click.UsageError) and not str(exc.message).startswith(self.where):
+            raise click.UsageError(f"{self.where}: {exc.message}") from None
+        return False

@@ -109,6 +109,9 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
     if releases:
         if epsilon is not None:
             raise click.UsageError("Options --release and --epsilon cannot be used together.")
+        refuse_unused("with --release (each release gives its own δ and count)", "delta", "times", "delta_prime")
+        if target_delta is None:
+            refuse_unused("without --target-delta (only the pld total uses it)", "pld_width")
         e, d = comp.basic_list(
             [r["epsilon"] for r in releases], [r["delta"] for r in releases], [r["times"] for r in releases]
         )
@@ -159,6 +162,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
         )
 
     require("epsilon", epsilon, "or give --release EPSILON[,DELTA[,TIMES]]")
+    refuse_unused("without --release (homogeneous composition has closed forms)", "target_delta", "pld_width")
     m = c.mesh(epsilon=epsilon, delta=delta, times=times, delta_prime=delta_prime)
     be, bd = comp.basic(m["epsilon"], m["delta"], m["times"])
     ae, ad = comp.advanced(m["epsilon"], m["delta"], m["times"], m["delta_prime"])
@@ -254,6 +258,7 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     require("delta", delta)
     if releases:
         exclusive(sigma=sigma, release=True)
+        refuse_unused("with --release (each release gives its own Δ and count)", "sensitivity", "times")
         mu2 = sum(r["times"] * (r["sensitivity"] / r["sigma"]) ** 2 for r in releases)
         d = np.asarray(delta, float)
         mu_t = np.full(d.shape, np.sqrt(mu2))
@@ -314,6 +319,7 @@ def gdp(mu, times, delta, releases, fmt, as_json):
 
     if releases:
         exclusive(mu=mu, release=True)
+        refuse_unused("with --release (each release gives its own count)", "times")
         mu_list, t_list = [r["mu"] for r in releases], [r["times"] for r in releases]
         total = float(np.sqrt(np.sum(np.asarray(t_list) * np.asarray(mu_list) ** 2)))
         m = c.mesh(delta=delta) if delta is not None else None
@@ -376,6 +382,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     require("delta", delta)
     if releases:
         exclusive(rho=rho, release=True)
+        refuse_unused("with --release (each release gives its own count)", "times")
         total = float(sum(r["rho"] * r["times"] for r in releases))
         m = c.mesh(delta=delta)
         rho_t = np.full(m["delta"].size, total)
@@ -568,6 +575,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_json):
     """Compose the privacy objects read from stdin (or --input), or the releases of a ledger."""
     from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten
+    from dpcalc.core.errors import ValidationError
     from dpcalc.model import DP, Composed, ObjectError
 
     if ledger is not None:
@@ -599,6 +607,12 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         totals = compose_parts(parts, delta, with_pld=accountant != "rdp", width=c.pld_width())
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
+    except (ValidationError, OverflowError, ZeroDivisionError):
+        # Name the object whose values are beyond what can be computed (each alone, by the cheap engines).
+        for obj, where in objs:
+            with c.attributed(where):
+                compose_parts(flatten(obj, times, where), delta)
+        raise
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     warnings = [_PLD_ONLY_WARNING] if pld_only and accountant == "rdp" else []
     rows = [
@@ -664,14 +678,23 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
         parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
         flat = [p for ps in parts for p in ps]
+        per_entry = []
+        for e, ps in zip(book.entries, parts):
+            with c.attributed(e.where):
+                per_entry.append(
+                    compose_parts(ps, d, with_pld=with_pld, width=c.pld_width())
+                    if all(p.kind != "dp" for p in ps)
+                    else None
+                )
         totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width())
-        per_entry = [
-            compose_parts(ps, d, with_pld=with_pld, width=c.pld_width()) if all(p.kind != "dp" for p in ps) else None
-            for ps in parts
-        ]
         share = shares(flat, d)
     except ObjectError as exc:
-        raise click.UsageError(str(exc)) from None
+        msg = str(exc)
+        if delta is None:  # the δ came from the ledger, not from --delta
+            msg = msg.replace("not below --delta", "not below the ledger's delta").replace(
+                "raise --delta", f"raise delta in {path} or give --delta"
+            )
+        raise click.UsageError(msg) from None
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in flat)
     warnings = [_PLD_ONLY_WARNING] if pld_only and not with_pld else []
     ctx = click.get_current_context()
@@ -693,6 +716,7 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         rows.append(
             {
                 "epsilon_lower": None,
+                "kind": "release",
                 "row": "entry",
                 "entry": e.name,
                 "mechanism": lg.describe(e.obj),
@@ -707,6 +731,7 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         )
     total_rows = [
         {
+            "kind": "total",
             "row": "total",
             "entry": "TOTAL",
             "mechanism": f"{len(book.entries)} releases",
@@ -739,6 +764,7 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
     ]
     best = [r for r in total_rows if r["tightest"]][0]
     cols = [
+        ("kind", "kind", "text"),
         ("entry", "release", "text"),
         ("mechanism", "mechanism", "text"),
         ("times", "k", "int"),

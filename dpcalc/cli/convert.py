@@ -17,6 +17,7 @@ from dpcalc.cli.options import (
     exclusive,
     grid_option,
     output_options,
+    refuse_unused,
     require,
     sensitivity_option,
 )
@@ -49,6 +50,22 @@ _fpr = grid_option(
 @click.group(cls=PipeGroup, context_settings=CONTEXT)
 def convert():
     """Translate a guarantee: σ, μ-GDP, ρ-zCDP, RDP, (ε, δ), f-DP, attack success."""
+
+
+def _refuse_for_target(target: str | None, *, sensitivity: bool = False, query: bool = True) -> None:
+    """Refuse the options the chosen --to ignores (--alpha only reads a trade-off curve, --fpr an attack)."""
+    to = target or "dp"
+    if to in ("dp", "gdp", "zcdp"):
+        refuse_unused(f"with --to {to} (--alpha is for --to tradeoff, --fpr for --to attack)", "alpha", "fpr")
+    # For a mechanism or μ, --epsilon/--delta are points to read the (ε, δ) curve at; for convert dp they
+    # are the guarantee itself.
+    points = ("epsilon", "delta") if query else ()
+    if to == "tradeoff":
+        refuse_unused("with --to tradeoff (it reads the curve at --alpha)", *points, "fpr")
+    if to == "attack":
+        refuse_unused("with --to attack (it reads the curve at --fpr)", *points, "alpha")
+    if sensitivity and to != "gdp":
+        refuse_unused(f"with --to {to} (--sensitivity sets the σ of --to gdp)", "sensitivity")
 
 
 def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
@@ -141,6 +158,8 @@ def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_jso
 
     from dpcalc.core import gaussian as g
 
+    _refuse_for_target(target)
+
     m = c.mesh(sigma=sigma, sensitivity=sensitivity)
     mus = np.asarray(g.mu_of(m["sigma"], m["sensitivity"]))
     extra = [
@@ -183,6 +202,7 @@ def gdp(mu, delta, epsilon, target, alpha, fpr, fmt, as_json):
     import numpy as np
 
     mus = np.asarray(mu, dtype=float)
+    _refuse_for_target(target)
     extra = [{} for _ in mu]
     rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "gdp")
     return c.emit_rows(
@@ -220,6 +240,7 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
     from dpcalc.core import gdp as gd
     from dpcalc.model import Gaussian
 
+    _refuse_for_target(target, sensitivity=True, query=False)
     rows, objects = [], []
     inputs = dict(epsilon=epsilon, delta=delta, to=target)
     if target == "gdp":
@@ -442,6 +463,7 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
     from dpcalc.model import DP, GDP, ZCDP, Column, Composed, Gaussian, Laplace, ObjectError, RDPCurve, Result
 
     ctx = click.get_current_context()
+    _refuse_for_target(target)
 
     def need_dp(kind):
         if target not in (None, "dp"):
@@ -449,83 +471,90 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
 
     with c.collecting() as results:
         for obj, where in read_objects(source):
-            if isinstance(obj, Gaussian):
-                ctx.invoke(
-                    gaussian,
-                    sigma=(obj.sigma,),
-                    sensitivity=(obj.sensitivity,),
-                    delta=delta,
-                    epsilon=epsilon,
-                    target=target or "dp",
-                    alpha=alpha,
-                    fpr=fpr,
-                    fmt=fmt,
-                    as_json=as_json,
-                )
-            elif isinstance(obj, GDP):
-                ctx.invoke(
-                    gdp,
-                    mu=(obj.mu,),
-                    delta=delta,
-                    epsilon=epsilon,
-                    target=target or "dp",
-                    alpha=alpha,
-                    fpr=fpr,
-                    fmt=fmt,
-                    as_json=as_json,
-                )
-            elif isinstance(obj, (DP, Laplace)):
-                e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
-                to = target or ("gdp" if d > 0 else "zcdp")
-                if to == "dp":
-                    raise click.UsageError(
-                        f"{where} is already an (ε, δ) guarantee; use --to gdp, zcdp, tradeoff or attack."
+            with c.attributed(where):
+                if isinstance(obj, Gaussian):
+                    ctx.invoke(
+                        gaussian,
+                        sigma=(obj.sigma,),
+                        sensitivity=(obj.sensitivity,),
+                        delta=delta,
+                        epsilon=epsilon,
+                        target=target or "dp",
+                        alpha=alpha,
+                        fpr=fpr,
+                        fmt=fmt,
+                        as_json=as_json,
                     )
-                ctx.invoke(
-                    dp,
-                    epsilon=(e,),
-                    delta=(d,),
-                    target=to,
-                    sensitivity=(1.0,),
-                    alpha=alpha,
-                    fpr=fpr,
-                    fmt=fmt,
-                    as_json=as_json,
-                )
-            elif isinstance(obj, ZCDP):
-                need_dp("zCDP guarantee")
-                require("delta", delta, "zCDP converts to ε at a given δ")
-                ctx.invoke(zcdp, rho=(obj.rho,), delta=delta, fmt=fmt, as_json=as_json)
-            elif isinstance(obj, RDPCurve):
-                need_dp("RDP curve")
-                ctx.invoke(
-                    rdp, orders=obj.orders, values=obj.values, delta=delta, epsilon=epsilon, fmt=fmt, as_json=as_json
-                )
-            else:
-                need_dp(type(obj).__name__)
-                require("delta", delta, "give the δ at which to report ε")
-                try:
-                    parts = flatten(obj, 1, where)
-                    rows = []
-                    for d in delta:
-                        rows += [
-                            {"delta": d, "epsilon": t.epsilon, "method": t.method, "bound": t.bound}
-                            for t in compose_parts(parts, d)
-                        ]
-                except ObjectError as exc:
-                    raise click.UsageError(str(exc)) from None
-                results.append(
-                    Result(
-                        "convert",
-                        {"delta": list(delta)},
-                        (
-                            Column("delta", "δ"),
-                            Column("epsilon", "ε", safe="up"),
-                            Column("method", "method", "text"),
-                            Column("bound", "bound", "text"),
-                        ),
-                        tuple(rows),
-                        objects=(obj if isinstance(obj, Composed) else Composed(((obj, 1),)),),
+                elif isinstance(obj, GDP):
+                    ctx.invoke(
+                        gdp,
+                        mu=(obj.mu,),
+                        delta=delta,
+                        epsilon=epsilon,
+                        target=target or "dp",
+                        alpha=alpha,
+                        fpr=fpr,
+                        fmt=fmt,
+                        as_json=as_json,
                     )
-                )
+                elif isinstance(obj, (DP, Laplace)):
+                    e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
+                    to = target or ("gdp" if d > 0 else "zcdp")
+                    if to == "dp":
+                        raise click.UsageError(
+                            f"{where} is already an (ε, δ) guarantee; use --to gdp, zcdp, tradeoff or attack."
+                        )
+                    ctx.invoke(
+                        dp,
+                        epsilon=(e,),
+                        delta=(d,),
+                        target=to,
+                        sensitivity=(1.0,),
+                        alpha=alpha,
+                        fpr=fpr,
+                        fmt=fmt,
+                        as_json=as_json,
+                    )
+                elif isinstance(obj, ZCDP):
+                    need_dp("zCDP guarantee")
+                    require("delta", delta, "zCDP converts to ε at a given δ")
+                    ctx.invoke(zcdp, rho=(obj.rho,), delta=delta, fmt=fmt, as_json=as_json)
+                elif isinstance(obj, RDPCurve):
+                    need_dp("RDP curve")
+                    ctx.invoke(
+                        rdp,
+                        orders=obj.orders,
+                        values=obj.values,
+                        delta=delta,
+                        epsilon=epsilon,
+                        fmt=fmt,
+                        as_json=as_json,
+                    )
+                else:
+                    need_dp(type(obj).__name__)
+                    require("delta", delta, "give the δ at which to report ε")
+                    try:
+                        parts = flatten(obj, 1, where)
+                        rows = []
+                        for d in delta:
+                            rows += [
+                                {"delta": d, "epsilon": t.epsilon, "method": t.method, "bound": t.bound}
+                                for t in compose_parts(parts, d)
+                            ]
+                    except ObjectError as exc:
+                        raise click.UsageError(str(exc)) from None
+                    results.append(
+                        Result(
+                            "convert",
+                            {"delta": list(delta)},
+                            (
+                                Column("delta", "δ"),
+                                Column("epsilon", "ε", safe="up"),
+                                Column("method", "method", "text"),
+                                Column("bound", "bound", "text"),
+                            ),
+                            tuple(rows),
+                            objects=(obj if isinstance(obj, Composed) else Composed(((obj, 1),)),),
+                        )
+                    )
     return c.emit(c.merge(results, "convert"), fmt, as_json)

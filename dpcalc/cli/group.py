@@ -211,28 +211,29 @@ def from_input(source, size, delta, fmt, as_json):
     ctx = click.get_current_context()
     with c.collecting() as results:
         for obj, where in read_objects(source):
-            if isinstance(obj, Gaussian):
-                ctx.invoke(
-                    gaussian,
-                    sigma=(obj.sigma,),
-                    sensitivity=(obj.sensitivity,),
-                    size=size,
-                    delta=delta,
-                    fmt=fmt,
-                    as_json=as_json,
-                )
-            elif isinstance(obj, DP) and obj.delta > 0:
-                ctx.invoke(dp, epsilon=(obj.epsilon,), delta=(obj.delta,), size=size, fmt=fmt, as_json=as_json)
-            elif isinstance(obj, (DP, Laplace)):
-                e = obj.epsilon if isinstance(obj, DP) else obj.sensitivity / obj.scale
-                ctx.invoke(pure, epsilon=(e,), size=size, fmt=fmt, as_json=as_json)
-            elif isinstance(obj, GDP):
-                ctx.invoke(gdp, mu=(obj.mu,), size=size, fmt=fmt, as_json=as_json)
-            elif isinstance(obj, ZCDP):
-                ctx.invoke(zcdp, rho=(obj.rho,), size=size, fmt=fmt, as_json=as_json)
-            else:
-                raise click.UsageError(
-                    f"{where}: group privacy of a {type(obj).__name__} is not supported; "
-                    "give a mechanism or a dp, gdp or zcdp guarantee."
-                )
+            with c.attributed(where):
+                if isinstance(obj, Gaussian):
+                    ctx.invoke(
+                        gaussian,
+                        sigma=(obj.sigma,),
+                        sensitivity=(obj.sensitivity,),
+                        size=size,
+                        delta=delta,
+                        fmt=fmt,
+                        as_json=as_json,
+                    )
+                elif isinstance(obj, DP) and obj.delta > 0:
+                    ctx.invoke(dp, epsilon=(obj.epsilon,), delta=(obj.delta,), size=size, fmt=fmt, as_json=as_json)
+                elif isinstance(obj, (DP, Laplace)):
+                    e = obj.epsilon if isinstance(obj, DP) else obj.sensitivity / obj.scale
+                    ctx.invoke(pure, epsilon=(e,), size=size, fmt=fmt, as_json=as_json)
+                elif isinstance(obj, GDP):
+                    ctx.invoke(gdp, mu=(obj.mu,), size=size, fmt=fmt, as_json=as_json)
+                elif isinstance(obj, ZCDP):
+                    ctx.invoke(zcdp, rho=(obj.rho,), size=size, fmt=fmt, as_json=as_json)
+                else:
+                    raise click.UsageError(
+                        f"{where}: group privacy of a {type(obj).__name__} is not supported; "
+                        "give a mechanism or a dp, gdp or zcdp guarantee."
+                    )
     return c.emit(c.merge(results, "group"), fmt, as_json)
