@@ -30,7 +30,7 @@ EXAMPLES = {
             "dpcalc calibrate gaussian --epsilon 1 --delta 1e-6 --json | dpcalc amplify --rate 0.01 "
             "--json | dpcalc compose --times 5000 --delta 1e-5",
         ),
-        ("A CI budget gate:", "dpcalc compose --ledger privacy.toml --max-epsilon 8"),
+        ("A CI budget gate:", "dpcalc compose --ledger examples/privacy.toml --max-epsilon 8"),
     ],
     "calibrate": [
         ("σ for a curve of ε:", "dpcalc calibrate gaussian --epsilon 0.5,1,2 --delta 1e-6"),
@@ -50,7 +50,7 @@ EXAMPLES = {
     "compose": [
         ("1000 Gaussian releases:", "dpcalc compose gaussian --sigma 2 --times 1000 --delta 1e-5"),
         ("Basic, advanced and optimal composition:", "dpcalc compose dp --epsilon 0.1 --delta 1e-7 --times 100"),
-        ("A ledger with a budget:", "dpcalc compose --ledger privacy.toml --max-epsilon 8"),
+        ("A ledger with a budget:", "dpcalc compose --ledger examples/privacy.toml --max-epsilon 8"),
         ("Total ε as a bare number:", "dpcalc compose gaussian --sigma 2 --times 100 --delta 1e-5 --value epsilon"),
     ],
     "amplify": [
@@ -238,6 +238,48 @@ def render_page(name: str) -> str:
     return "\n".join(head + body) + "\n"
 
 
+#: The options the option-support table in README.md shows, and what it calls them.
+TABLE_OPTIONS = [
+    ("--max-epsilon", "`--max-epsilon`"),
+    ("--value", "`--value`"),
+    ("--format", "`--format`/`--json`"),
+    ("--accountant", "`--accountant`"),
+    ("--pld-width", "`--pld-width`"),
+]
+
+
+def option_table() -> str:
+    """The README's option-support table, generated from the Click definitions (a test keeps the README in step)."""
+    root = _ctx(cli, "dpcalc")
+    head = ["command", *(label for _, label in TABLE_OPTIONS), "reads a pipe"]
+    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+
+    def row(path, cmd, ctx, pipe):
+        opts = {o for p in cmd.get_params(ctx) if isinstance(p, click.Option) for o in p.opts}
+        cells = ["yes" if name in opts else "–" for name, _ in TABLE_OPTIONS]
+        lines.append("| " + " | ".join([f"`{path}`", *cells, pipe]) + " |")
+
+    for name in COMMANDS:
+        cmd = cli.get_command(root, name)
+        if isinstance(cmd, click.Group):
+            gctx = _ctx(cmd, name, root)
+            hidden = cmd.get_command(gctx, "input")
+            for s in cmd.list_commands(gctx):
+                sub = cmd.get_command(gctx, s)
+                if not sub.hidden:
+                    row(f"{name} {s}", sub, _ctx(sub, s, gctx), "–")
+            if hidden is not None:
+                label = (
+                    "--ledger, stdin, --input"
+                    if any("--ledger" in getattr(p, "opts", ()) for p in hidden.get_params(gctx))
+                    else "stdin, --input"
+                )
+                row(f"{name} [OPTIONS] < JSON", hidden, _ctx(hidden, "input", gctx), label)
+        else:
+            row(name, cmd, _ctx(cmd, name, root), "–")
+    return "\n".join(lines) + "\n"
+
+
 def pages() -> dict[str, str]:
     """File name → page text for every page."""
     out = {"dpcalc.1": render_page("dpcalc")}
@@ -247,6 +289,9 @@ def pages() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    if argv and argv[0] == "--options":
+        sys.stdout.write(option_table())
+        return
     target = Path(argv[0] if argv else "man")
     target.mkdir(exist_ok=True)
     for fname, text in pages().items():

@@ -1,18 +1,52 @@
-"""Result → rich table | JSON | CSV. The only module that prints.
+"""Result → text table | JSON | CSV | ndjson. The only module that prints.
 
 Tables round every number in the direction that keeps it safe (see
 :class:`dpcalc.model.Column`), so a displayed ε is never below the computed
 one. JSON and CSV carry full precision (shortest round-trip repr).
+
+Tables are laid out here, in plain text (the look of a rich ``SIMPLE_HEAD``
+table, with no trailing spaces on any line), so nothing in them is ever read
+as markup, and 100,000 rows take about a second. On a terminal the header is
+bold, the title italic and approximate rows yellow (no colour with
+``NO_COLOR``; no styles at all with ``TERM=dumb``).
+
+**Terminal safety.** Text for people (table cells, the title, notes, warnings,
+the budget-failure line and ``Error:`` lines) may quote inputs such as ledger
+release names. In it every control character — C0 (U+0000–U+001F, tab and
+newline included), DEL (U+007F) and C1 (U+0080–U+009F), which takes the
+introducer away from every ESC/CSI sequence — and every bidirectional
+override, embedding, isolate or mark (U+061C, U+200E, U+200F, U+202A–U+202E,
+U+2066–U+2069) and line/paragraph separator (U+2028, U+2029) is replaced by
+U+FFFD (�), one for each character; the rest of the text is shown as is.
+JSON, ndjson, CSV and ``--value`` output carry text verbatim (JSON escapes
+control characters itself).
+
+**Encodings.** When a stream cannot encode a character (for example
+``PYTHONIOENCODING=ascii`` or ``latin-1``), text for people spells it in
+ASCII (:data:`ASCII_SPELLING`: ε → eps, δ → delta, σ² → sigma^2, ≥ → >=, … ;
+superscript and subscript runs become ``^…`` and ``_…``, accented letters
+lose their accents, anything else becomes ``?``), before the table is laid
+out so columns stay aligned. JSON and ndjson are then written with ``\\u``
+escapes (the same values, still valid JSON); CSV or ``--value`` text the
+encoding cannot carry is refused with :class:`OutputError` rather than
+changed. Machine output is built whole before one write: an error never
+leaves a partial document.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
+import errno
+import io
 import json
 import math
 import os
+import re
 import sys
+import unicodedata
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from functools import lru_cache
 from typing import Any, TextIO
 
 from dpcalc.model import Column, Result, UnrepresentableResult
@@ -63,6 +97,285 @@ def _tidy(text: str) -> str:
     return text
 
 
+# --------------------------------------------------------------------------
+# Text for people: control characters and encodings
+# --------------------------------------------------------------------------
+
+#: What replaces each control character in text for people.
+REPLACEMENT = "\ufffd"
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def clean(text: str) -> str:
+    """``text`` with each control, bidi, line-separator or lone surrogate character replaced by U+FFFD.
+
+    >>> clean("a\\x1b[2Jb")
+    'a\\ufffd[2Jb'
+    """
+    return _CONTROL.sub(REPLACEMENT, text)
+
+
+def _greek() -> dict[str, str]:
+    out = {}
+    for code in range(0x391, 0x3CA):
+        name = unicodedata.name(chr(code), "")
+        if "LETTER" not in name:
+            continue
+        word = name.split("LETTER ")[1].replace("LAMDA", "LAMBDA").replace("FINAL ", "").lower()
+        out[chr(code)] = word.capitalize() if "CAPITAL" in name else word
+    out["ε"] = "eps"
+    return out
+
+
+#: ASCII spellings of the characters dpcalc prints, used where a stream cannot encode them.
+ASCII_SPELLING: dict[str, str] = {
+    **_greek(),
+    "µ": "mu",
+    "≥": ">=",
+    "≤": "<=",
+    "≠": "!=",
+    "≈": "~",
+    "±": "+/-",
+    "×": "x",
+    "·": "*",
+    "√": "sqrt",
+    "∞": "inf",
+    "′": "'",
+    "″": "''",
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+    "–": "-",
+    "—": "-",
+    "−": "-",
+    "─": "-",
+    "…": "...",
+    "→": "->",
+    "←": "<-",
+    "↔": "<->",
+    "⇒": "=>",
+    "⇔": "<=>",
+    "∈": "in",
+    "∉": "not in",
+    "⌈": "ceil(",
+    "⌉": ")",
+    "⌊": "floor(",
+    "⌋": ")",
+    "§": "S",
+    "½": "1/2",
+    "\u00a0": " ",
+    REPLACEMENT: "?",
+}
+_SUPER = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿ", "0123456789+-=()in"))
+_SUB = dict(zip("₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₒₓₕₖₗₘₙₚₛₜᵢⱼ", "0123456789+-=()aeoxhklmnpstij"))
+_NON_ASCII = re.compile("[^\x00-\x7f]+")
+
+
+@lru_cache(maxsize=32)
+def _codec(encoding: str | None) -> str:
+    try:
+        return codecs.lookup(encoding or "utf-8").name
+    except LookupError:
+        return "ascii"
+
+
+def unicode_capable(encoding: str | None) -> bool:
+    """Whether a stream in ``encoding`` can carry any text (UTF-8, -16, -32; None counts as UTF-8)."""
+    return _codec(encoding).startswith("utf")
+
+
+def stream_encoding(stream: Any) -> str:
+    """The encoding text written to ``stream`` ends up in (UTF-8 for in-memory streams)."""
+    return _codec(getattr(stream, "encoding", None))
+
+
+def spell(text: str, encoding: str | None) -> str:
+    """``text`` as ``encoding`` can carry it: unencodable characters spelled in ASCII, else ``?``.
+
+    >>> spell("ε ≥ 1 at δ = 10⁻⁶, σ² = 2", "ascii")
+    'eps >= 1 at delta = 10^-6, sigma^2 = 2'
+    >>> spell("σ × 2", "latin-1")
+    'sigma × 2'
+    """
+    codec = _codec(encoding)
+    if text.isascii() or codec.startswith("utf"):
+        return text
+    try:
+        text.encode(codec)
+        return text
+    except UnicodeEncodeError:
+        pass
+
+    def can(s: str) -> bool:
+        try:
+            s.encode(codec)
+            return True
+        except UnicodeEncodeError:
+            return False
+
+    def run(match: re.Match) -> str:
+        out, mode = [], ""
+        for ch in match.group():
+            if can(ch):
+                out.append(ch)
+                mode = ""
+            elif ch in _SUPER or ch in _SUB:
+                table, mark = (_SUPER, "^") if ch in _SUPER else (_SUB, "_")
+                if mode != mark:
+                    out.append(mark)
+                    mode = mark
+                out.append(table[ch])
+            else:
+                mode = ""
+                rep = ASCII_SPELLING.get(ch)
+                if rep is None:
+                    base = "".join(c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c))
+                    rep = base if can(base) else "?"
+                out.append(rep)
+        return "".join(out)
+
+    return _NON_ASCII.sub(run, text)
+
+
+def for_people(text: str, stream: Any) -> str:
+    """Text for people, ready for ``stream``: control characters replaced, then spelled for its encoding."""
+    return spell(clean(text), stream_encoding(stream))
+
+
+# --------------------------------------------------------------------------
+# Streams
+# --------------------------------------------------------------------------
+
+
+class OutputError(Exception):
+    """Output could not be written: a closed or full stream, a broken pipe, or an encoding that cannot carry it.
+
+    Not an :class:`OSError` on purpose: click turns an EPIPE ``OSError`` into exit status 1 by itself.
+    """
+
+    def __init__(self, stream: str, reason: str, broken_pipe: bool = False):
+        super().__init__(f"cannot write to {stream} ({reason})")
+        self.stream = stream
+        self.reason = reason
+        self.broken_pipe = broken_pipe
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
+
+
+class GuardedStream:
+    """A text stream for stdout or stderr that spells text its encoding cannot carry and reports write faults.
+
+    Every ``OSError`` from writing or flushing (and any write to a stream that
+    was closed when the process started, which Python gives as ``None``)
+    becomes an :class:`OutputError` naming the stream. It has no ``buffer``,
+    so click writes through it too (help text included).
+    """
+
+    def __init__(self, name: str, inner: TextIO | None):
+        self.name = name
+        self.inner = inner
+        self.encoding = stream_encoding(inner) if inner is not None else "utf-8"
+        self.errors = "strict"
+        self._plain = unicode_capable(self.encoding)
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        if self.inner is None:
+            raise OutputError(self.name, "it is closed")
+        if not self._plain:
+            text = spell(text, self.encoding)
+        try:
+            try:
+                self._write_all(text)
+            except UnicodeEncodeError:  # the last resort for text for people (e.g. click's): '?'
+                self._write_all(text.encode(self.encoding, "replace").decode(self.encoding))
+        except OSError as exc:
+            raise self._error(exc) from None
+        except ValueError as exc:  # a stream closed under us
+            raise OutputError(self.name, str(exc)) from None
+        return len(text)
+
+    def _write_all(self, text: str) -> None:
+        inner = self.inner
+        raw = getattr(inner, "buffer", None)
+        if os.name == "posix" and isinstance(raw, io.RawIOBase) and len(text) > 512:
+            # Unbuffered stdout (python -u, PYTHONUNBUFFERED): TextIOWrapper makes one write(2) and drops what
+            # it did not take, so a pipe closed mid-way would cut the output short without an error. Loop.
+            inner.flush()
+            view = memoryview(text.encode(inner.encoding, inner.errors or "strict"))
+            while view:
+                n = raw.write(view)
+                if not n:
+                    raise BlockingIOError(errno.EAGAIN, "the stream took nothing")
+                view = view[n:]
+        else:
+            inner.write(text)
+
+    def flush(self) -> None:
+        if self.inner is None:
+            return
+        try:
+            self.inner.flush()
+        except OSError as exc:
+            raise self._error(exc) from None
+        except ValueError:
+            pass
+
+    def _error(self, exc: OSError) -> OutputError:
+        return OutputError(self.name, _reason(exc), broken_pipe=isinstance(exc, BrokenPipeError))
+
+    def isatty(self) -> bool:
+        try:
+            return self.inner is not None and self.inner.isatty()
+        except (ValueError, OSError):
+            return False
+
+    def fileno(self) -> int:
+        if self.inner is None:
+            raise io.UnsupportedOperation(f"{self.name} is closed")
+        return self.inner.fileno()
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+
+def _write(out: TextIO, text: str) -> None:
+    if text:
+        out.write(text)
+
+
+def _write_machine(out: TextIO, text: str, what: str) -> None:
+    """Write machine output in one piece, refusing (never changing) text its stream cannot encode."""
+    codec = stream_encoding(out)
+    if not text.isascii():
+        try:
+            text.encode(codec)
+        except UnicodeEncodeError as exc:
+            raise OutputError(
+                "stdout",
+                f"the {what} holds U+{ord(text[exc.start]):04X}, which its encoding, {codec}, cannot represent; "
+                "set PYTHONIOENCODING=utf-8 or use --json",
+            ) from None
+    _write(out, text)
+
+
+# --------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------
+
+
 def _cell(col: Column, value: Any) -> str:
     if value is None:
         return "–"
@@ -87,46 +400,78 @@ def _check_finite(result: Result) -> None:
 
 
 def warn(message: str, stream: TextIO | None = None) -> None:
-    """Print one warning line to stderr."""
-    print(f"warning: {message}", file=stream or sys.stderr)
+    """Print one warning line to stderr (control characters replaced, spelled for its encoding)."""
+    stream = stream or sys.stderr
+    _write(stream, _warning_text(message, stream))
+
+
+def _warning_text(message: str, stream: Any) -> str:
+    return for_people(f"warning: {message}", stream) + "\n"
 
 
 def render(
     result: Result, fmt: str = "table", out: TextIO | None = None, err: TextIO | None = None, value: str | None = None
 ) -> None:
+    """Print ``result`` to ``out`` (warnings and a failed budget check to ``err``).
+
+    Everything is built first and written once, so an error leaves no partial output.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
     _check_finite(result)
-    if result.failure:
-        print(result.failure, file=err)
+    ascii_only = not unicode_capable(stream_encoding(out))
+    machine = True
+    what = f"{fmt} output"
     if value is not None:
+        what = "--value output"
         # Bare values for shell scripts: the answer rows' column, one per line.
-        for w in result.warnings:
-            warn(w, err)
-        for row in result.answer_rows():
-            v = row.get(value)
-            out.write(("" if v is None else repr(v) if isinstance(v, float) else str(v)) + "\n")
-        return
-    if fmt == "ndjson":
-        for w in result.warnings:
-            warn(w, err)
-        for row in result.rows:
-            json.dump(row, out, allow_nan=False, ensure_ascii=False)
-            out.write("\n")
-        return
-    if fmt == "json":
-        json.dump(result.to_dict(), out, indent=2, allow_nan=False, ensure_ascii=False)
-        out.write("\n")
-        return
-    for w in result.warnings:
-        warn(w, err)
-    if fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
+        text = "".join(
+            ("" if v is None else repr(v) if isinstance(v, float) else str(v)) + "\n"
+            for v in (row.get(value) for row in result.answer_rows())
+        )
+    elif fmt in ("json", "ndjson"):
+        text = _json_text(result, fmt, ascii_only)
+        if not ascii_only and not _encodable(text, stream_encoding(out)):
+            text = _json_text(result, fmt, True)  # a lone surrogate (read from a JSON escape): escape it
+    elif fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
         writer.writerow([c.key for c in result.columns])
         for row in result.rows:
             writer.writerow(["" if row.get(c.key) is None else _csv_value(row.get(c.key)) for c in result.columns])
-        return
-    _table(result, out)
+        text = buf.getvalue()
+    else:
+        text = table_text(result, stream_encoding(out), _styles(out))
+        machine = False
+    notes = ""
+    if result.failure:
+        notes += for_people(result.failure, err) + "\n"
+    if fmt != "json" or value is not None:
+        notes += "".join(_warning_text(w, err) for w in result.warnings)
+    _write(err, notes)
+    if machine:
+        _write_machine(out, text, what)
+    else:
+        _write(out, text)
+
+
+def _json_text(result: Result, fmt: str, ascii_only: bool) -> str:
+    if fmt == "ndjson":
+        return "".join(json.dumps(row, allow_nan=False, ensure_ascii=ascii_only) + "\n" for row in result.rows)
+    buf = io.StringIO()  # json.dump writes its many small pieces here; dumps would hold them all in a list
+    json.dump(result.to_dict(), buf, indent=2, allow_nan=False, ensure_ascii=ascii_only)
+    buf.write("\n")
+    return buf.getvalue()
+
+
+def _encodable(text: str, codec: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode(codec)
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def _csv_value(value: Any) -> str:
@@ -137,23 +482,86 @@ def _csv_value(value: Any) -> str:
     return str(value)
 
 
-def _table(result: Result, out: TextIO) -> None:
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+# ANSI styles used on a terminal (as rich styled its tables: bold header, italic title).
+_BOLD, _ITALIC, _YELLOW, _RESET = "\x1b[1m", "\x1b[3m", "\x1b[33m", "\x1b[0m"
 
-    no_color = "NO_COLOR" in os.environ or not out.isatty()
-    # The table takes its natural width: numbers are never cut to fit a terminal.
-    console = Console(file=out, no_color=no_color, highlight=False, soft_wrap=True, width=10_000)
-    table = Table(title=result.command, box=box.SIMPLE_HEAD, title_justify="left")
-    for col in result.columns:
-        table.add_column(
-            col.label, justify="right" if col.kind in ("float", "int") else "left", no_wrap=True, overflow="fold"
-        )
-    for row in result.rows:
-        cells = [_cell(c, row.get(c.key)) for c in result.columns]
-        style = "yellow" if row.get("bound") == "approximate" else None
-        table.add_row(*cells, style=style)
-    console.print(table)
-    for note in result.notes:
-        console.print(f"  {note}", markup=False)
+
+def _styles(out: Any) -> tuple[bool, bool]:
+    """(styles, colour) for ``out``: styles on a terminal unless TERM=dumb, colour unless NO_COLOR too."""
+    try:
+        tty = bool(out.isatty())
+    except (AttributeError, ValueError, OSError):
+        tty = False
+    styled = tty and os.environ.get("TERM", "") not in ("dumb", "unknown")
+    return styled, styled and "NO_COLOR" not in os.environ
+
+
+def _width(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def _column_cells(col: Column, rows: tuple[dict[str, Any], ...], encoding: str) -> list[str]:
+    """One column's cells as shown: numbers formatted (each distinct value once), text cleaned and spelled."""
+    key, seen, cells = col.key, {}, []
+    for row in rows:
+        v = row.get(key)
+        k = float(v) if col.kind == "float" and v is not None else (v.__class__, v)  # True is not 1 here
+        try:
+            s = seen.get(k)
+        except TypeError:  # unhashable: not worth caching
+            s = None
+        if s is None:
+            s = spell(clean(_cell(col, v)), encoding)
+            try:
+                seen[k] = s
+            except TypeError:
+                pass
+        cells.append(s)
+    return cells
+
+
+def table_text(result: Result, encoding: str = "utf-8", styles: tuple[bool, bool] = (False, False)) -> str:
+    """The table for ``result`` as text: title, header, rule, rows, then notes, one line each.
+
+    The layout is rich's ``SIMPLE_HEAD`` box at natural width (numbers are never
+    cut to fit a terminal) with trailing spaces removed: one space of edge, one of
+    padding on each side of a cell, one between cells; numbers right-aligned.
+    ``styles`` is (bold header and italic title, yellow approximate rows).
+    """
+    styled, colour = styles
+    people = lambda text: spell(clean(text), encoding)  # noqa: E731
+    columns = result.columns
+    header = [people(c.label) for c in columns]
+    body = [_column_cells(c, result.rows, encoding) for c in columns]
+    padded, widths = [], []
+    for col, label, cells in zip(columns, header, body):
+        cells = [label, *cells]
+        sizes = [_width(s) for s in cells]
+        w = max(sizes)
+        widths.append(w)
+        just = str.rjust if col.kind in ("float", "int") else str.ljust
+        padded.append([just(s, w + len(s) - n) for s, n in zip(cells, sizes)])
+    lines = [people(result.command), ""]
+    if styled:
+        lines[0] = _ITALIC + lines[0] + _RESET if lines[0] else ""
+    rule = " " + "─" * (sum(widths) + 3 * len(widths) - 1)
+    rule = spell(rule, encoding)
+    approximate = [r.get("bound") == "approximate" for r in result.rows] if colour else None
+    for i, cells in enumerate(zip(*padded)):
+        line = ("  " + "   ".join(cells)).rstrip(" ")
+        if i == 0:
+            if styled:
+                line = _BOLD + line + _RESET
+            lines.append(line)
+            lines.append(rule)
+            continue
+        if approximate is not None and approximate[i - 1]:
+            line = _YELLOW + line + _RESET
+        lines.append(line)
+    lines.append("")
+    lines.extend(("  " + people(note)).rstrip(" ") for note in result.notes)
+    return "\n".join(lines) + "\n"

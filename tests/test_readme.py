@@ -53,3 +53,61 @@ def update() -> None:
 
 if __name__ == "__main__":
     update()
+
+
+def test_option_table_is_generated_from_the_cli():
+    from dpcalc.manpage import option_table
+
+    text = README.read_text()
+    shown = text.split("<!-- options:begin -->\n", 1)[1].split("<!-- options:end -->", 1)[0]
+    assert shown == option_table()
+
+
+def test_every_option_of_every_command_is_in_its_help():
+    """-h lists every option, including the pipe mode's (a group's hidden `input` subcommand)."""
+    import click
+
+    from dpcalc.cli import COMMANDS
+
+    root = click.Context(cli, info_name="dpcalc")
+    for name in COMMANDS:
+        cmd = cli.get_command(root, name)
+        subs = cmd.list_commands(root) if isinstance(cmd, click.Group) else [None]
+        help_text = CliRunner().invoke(cli, [name, "-h"], terminal_width=200).stdout
+        for s in subs:
+            sub = cmd if s is None else cmd.get_command(root, s)
+            shown = help_text if s is None or sub.hidden else CliRunner().invoke(cli, [name, s, "-h"]).stdout
+            for p in sub.params:
+                if isinstance(p, click.Option) and not p.hidden:
+                    assert max(p.opts, key=len) in shown, (name, s, p.opts)
+
+
+def _help_examples():
+    import click
+
+    from dpcalc.cli import COMMANDS
+    from dpcalc.manpage import EXAMPLES
+
+    out = []
+    root = click.Context(cli, info_name="dpcalc")
+    for name in COMMANDS:
+        cmd = cli.get_command(root, name)
+        cmds = [cmd.get_command(root, s) for s in cmd.list_commands(root)] if isinstance(cmd, click.Group) else [cmd]
+        for sub in cmds:
+            text = (sub.help or "").replace("\\\n", " ")
+            out += [ln.strip() for ln in text.splitlines() if ln.strip().startswith("dpcalc ")]
+    out += [ex for page in EXAMPLES.values() for _, ex in page]
+    return sorted(set(" ".join(e.split()) for e in out))
+
+
+@pytest.mark.parametrize("example", _help_examples())
+def test_every_help_and_man_example_runs(example, monkeypatch):
+    """Every example in a command's -h and in the man pages runs from the repository root (pipes included)."""
+    monkeypatch.chdir(README.parent)
+    stdin = None
+    for stage in example.split(" | "):
+        args = shlex.split(stage)
+        assert args[0] == "dpcalc", example
+        r = CliRunner().invoke(cli, args[1:], input=stdin)
+        assert r.exit_code in (0, 1), (stage, r.stderr)
+        stdin = r.stdout

@@ -2,7 +2,9 @@
 
 Commands only parse options, call :mod:`dpcalc.core` and hand a
 :class:`~dpcalc.model.Result` to :mod:`dpcalc.render`. Errors a user can
-cause become one ``Error:`` line on stderr and exit code 2.
+cause become one ``Error:`` line on stderr and exit code 2; an output fault
+(full disk, closed stdout) exit code 74, a broken pipe a quiet 141 and an
+interrupt (Ctrl-C) ``Error: interrupted.`` and 130 (see :mod:`dpcalc.exitcodes`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,76 @@ COMMANDS = {
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line of text for stderr: whitespace runs collapsed, control characters replaced (see render.clean)."""
+    from dpcalc.render import clean
+
+    return clean(" ".join(text.split()))
+
+
+class Interrupted(BaseException):
+    """Raised by dpcalc's SIGINT handler; not a KeyboardInterrupt, which click would meet with an empty line."""
+
+
+def _on_sigint(signum, frame):
+    raise Interrupted
+
+
+def _catch_sigint():
+    """Route SIGINT to :class:`Interrupted` while a command runs; returns the handler to restore (or None)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        return signal.signal(signal.SIGINT, _on_sigint)
+    except (ValueError, OSError):
+        return None
+
+
+def _restore_sigint(previous) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _say(text: str) -> None:
+    """One line on stderr; if stderr itself cannot be written, the exit status is all that is left."""
+    from dpcalc.render import OutputError
+
+    try:
+        click.echo(text, err=True)
+        sys.stderr.flush()
+    except OutputError:
+        pass
+
+
+def _silence(stream) -> None:
+    """Point a failed stream's file descriptor at /dev/null, so that flushing what is still buffered when the
+    interpreter exits cannot fail again (no "Exception ignored ... BrokenPipeError" on stderr)."""
+    import os
+
+    try:
+        fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+    except (AttributeError, OSError, ValueError):
+        return
+    try:
+        os.dup2(devnull, fd)
+    except OSError:
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _output_failed(exc, streams) -> int:
+    """Exit status for an output fault: a broken pipe quietly 141; anything else one Error line and 74."""
+    _silence(streams[exc.stream])
+    if exc.broken_pipe:
+        return int(ExitCode.BROKEN_PIPE)
+    _say(f"Error: {_one_line(str(exc))}.")
+    return int(ExitCode.IO_ERROR)
 
 
 class DpcalcGroup(click.Group):
@@ -46,8 +117,41 @@ class DpcalcGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """Run a command and return (or exit with) its status; see :class:`dpcalc.exitcodes.ExitCode`.
+
+        stdout and stderr are wrapped in :class:`dpcalc.render.GuardedStream` while the command runs, so a write
+        fault anywhere (buffered output included: stdout is flushed here) ends as one ``Error:`` line and a status.
+        """
+        from dpcalc.render import GuardedStream, OutputError
+
+        originals = {"stdout": sys.stdout, "stderr": sys.stderr}
+        sys.stdout = GuardedStream("stdout", originals["stdout"])
+        sys.stderr = GuardedStream("stderr", originals["stderr"])
+        previous = _catch_sigint()
+        try:
+            try:
+                code = self._run(args, prog_name, complete_var, **extra)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except OutputError as exc:
+                code = _output_failed(exc, originals)
+            except BrokenPipeError:  # pragma: no cover - writes go through GuardedStream
+                _silence(originals["stdout"])
+                code = int(ExitCode.BROKEN_PIPE)
+            except Interrupted:
+                _say("Error: interrupted.")
+                code = int(ExitCode.INTERRUPTED)
+        finally:
+            _restore_sigint(previous)
+            sys.stdout, sys.stderr = originals["stdout"], originals["stderr"]
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _run(self, args, prog_name, complete_var, **extra) -> int:
         from dpcalc.core.errors import ValidationError
         from dpcalc.model import UnrepresentableResult
+        from dpcalc.render import OutputError
 
         try:
             with warnings.catch_warnings():
@@ -58,41 +162,36 @@ class DpcalcGroup(click.Group):
                 rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
-            code = int(ExitCode.USAGE)
+            return int(ExitCode.USAGE)
         except click.ClickException as exc:
-            click.echo(f"Error: {_one_line(exc.format_message())}", err=True)
-            code = int(ExitCode.USAGE)
+            _say(f"Error: {_one_line(exc.format_message())}")
+            return int(ExitCode.USAGE)
         except UnrepresentableResult as exc:
-            click.echo(f"Error: {_one_line(str(exc))}", err=True)
-            code = int(ExitCode.USAGE)
+            _say(f"Error: {_one_line(str(exc))}")
+            return int(ExitCode.USAGE)
         except (OverflowError, ZeroDivisionError):
-            click.echo(
+            _say(
                 "Error: an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
-                "values (for example a smaller μ, ρ, k or a larger σ).",
-                err=True,
+                "values (for example a smaller μ, ρ, k or a larger σ)."
             )
-            code = int(ExitCode.USAGE)
+            return int(ExitCode.USAGE)
         except ValidationError as exc:
             # Raised by the core for a value outside a formula's domain.
-            click.echo(f"Error: {_one_line(_option_message(exc))}", err=True)
-            code = int(ExitCode.USAGE)
+            _say(f"Error: {_one_line(_option_message(exc))}")
+            return int(ExitCode.USAGE)
         except click.Abort:
-            click.echo("Aborted.", err=True)
-            code = int(ExitCode.USAGE)
-        except BrokenPipeError:
-            code = 0
+            # click turns KeyboardInterrupt (SIGINT outside the main thread) and EOFError into Abort.
+            _say("Error: interrupted.")
+            return int(ExitCode.INTERRUPTED)
+        except OutputError:
+            raise
         except Exception as exc:  # pragma: no cover - a bug, reported without a traceback
-            click.echo(
+            _say(
                 f"Error: internal error ({type(exc).__name__}: {_one_line(str(exc))}); please report this with the "
-                "command line that caused it.",
-                err=True,
+                "command line that caused it."
             )
-            code = int(ExitCode.INTERNAL)
-        else:
-            code = rv if isinstance(rv, int) else 0
-        if standalone_mode:
-            sys.exit(code)
-        return code
+            return int(ExitCode.INTERNAL)
+        return rv if isinstance(rv, int) else 0
 
 
 def _option_message(exc) -> str:

@@ -21,7 +21,9 @@ def mesh(**grids: tuple[float, ...] | None) -> dict[str, Any]:
     for k in names:
         total *= len(grids[k])  # type: ignore[arg-type]
     if total > MAX_ROWS:
-        sizes = " × ".join(f"{len(grids[k])} ({'--' + k.replace('_', '-')})" for k in names)  # type: ignore[arg-type]
+        # "i" indexes the rows of an earlier grid (e.g. the μ values a trade-off curve is read for).
+        label = {k: "input points" if k == "i" else "--" + k.replace("_", "-") for k in names}
+        sizes = " × ".join(f"{len(grids[k])} ({label[k]})" for k in names)  # type: ignore[arg-type]
         raise click.UsageError(f"the grids give {total} rows ({sizes}); at most {MAX_ROWS} are allowed.")
     arrays = np.meshgrid(*[np.asarray(grids[k], dtype=float) for k in names], indexing="ij")
     return {k: a.ravel() for k, a in zip(names, arrays)}

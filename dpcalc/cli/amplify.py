@@ -104,7 +104,11 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
 @_rate
 @grid_option("--steps", allowed=COUNT, default="1", help="Number of subsampled steps T.")
 @grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε.")
-@grid_option("--orders", allowed=Range(1), help="List the per-step RDP at these orders α > 1 instead of ε.")
+@grid_option(
+    "--orders",
+    allowed=Range(1, 1e6, high_open=False),
+    help="List the per-step RDP at these orders α > 1 instead of ε.",
+)
 @click.option(
     "--scheme",
     type=click.Choice(["poisson", "without-replacement", "both"]),
@@ -152,9 +156,21 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
             raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")
         a = np.asarray(orders)
         m = c.mesh(sigma=sigma, rate=rate)
+        terms = float(np.sum(np.ceil(np.unique(a)))) * m["sigma"].size
+        if terms > r.MAX_ORDER_TERMS:
+            raise click.UsageError(
+                f"Invalid value for '--orders': these orders sum {terms:.3g} terms over the settings given; at most "
+                f"{r.MAX_ORDER_TERMS:g} are allowed (use fewer or smaller orders, each in (1, {r.MAX_ORDER:g}])."
+            )
         rows = []
         for i in range(m["sigma"].size):
             vals = r.subsampled_gaussian(a, m["rate"][i], m["sigma"][i])
+            if not np.all(np.isfinite(vals)):
+                k = int(np.flatnonzero(~np.isfinite(vals))[0])
+                raise click.UsageError(
+                    f"the per-step RDP at α = {a[k]:g} for σ = {m['sigma'][i]:g}, q = {m['rate'][i]:g} is beyond what "
+                    "can be represented (over 1e308); use a larger --sigma or smaller --orders."
+                )
             rows += [
                 {
                     "sigma": c.f(m["sigma"][i]),
@@ -202,6 +218,15 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
             warnings += c.width_warnings(lab, tight.lower, tight.upper, tight.met)
         else:
             tight = None
+        sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)
+        if tight is not None:
+            sound_any = sound_any | np.isfinite(tight.upper)
+        if not sound_any.all():
+            k = int(np.flatnonzero(~sound_any)[0])
+            raise click.UsageError(
+                f"no engine can answer σ = {s_[k]:g} (q = {q[k]:g}, T = {int(t[k])}, δ = {d[k]:g}, {sch}): the privacy "
+                "loss is beyond what can be represented (every bound overflows); use a larger --sigma."
+            )
         for i in range(q.size):
             base = {
                 "sigma": c.f(s_[i]),

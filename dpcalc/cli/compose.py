@@ -447,11 +447,16 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
 @output_options
 @budget_option
 def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
-    """Composition of a mix of Gaussian, subsampled Gaussian and Laplace mechanisms, by RDP.
+    """Composition of a mix of Gaussian, subsampled Gaussian and Laplace mechanisms: PLD, RDP, closed forms.
 
-    RDP adds order by order (Mironov 2017); the total is converted with the
-    improved conversion, minimised over a dense grid of orders refined by a
-    golden-section search. Add/remove neighbours for subsampled parts.
+    By default (--accountant pld) the tight total comes from privacy loss
+    distributions, a certified interval; RDP is shown beside it (orders added
+    one by one, Mironov 2017, converted with the improved conversion and
+    minimised over a dense grid of orders refined by a golden-section search),
+    and the exact μ-GDP total when every part is a plain Gaussian. --accountant
+    and --pld-width apply where the PLD engine runs (not to all-Gaussian
+    mixes, whose total is exactly μ-GDP). Add/remove neighbours for
+    subsampled parts.
 
     \b
     Example:
@@ -567,7 +572,12 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 )
 @number_option("--times", allowed=COUNT, default="1", help="How many times each object read runs.")
 @number_option("--delta", allowed=PROBABILITY, default=None, help="δ at which to report the total ε.")
-@number_option("--delta-prime", allowed=PROBABILITY, default="1e-6", help="δ′ for advanced composition.")
+@number_option(
+    "--delta-prime",
+    allowed=PROBABILITY,
+    default="1e-6",
+    help="With one piped (ε, δ) object and no --delta: the extra δ′ of advanced composition (total δ = kδ + δ′).",
+)
 @accountant_option
 @pld_width_option
 @output_options

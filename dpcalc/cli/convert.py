@@ -34,9 +34,17 @@ def _to_option(choices, default):
         "target",
         type=click.Choice(choices),
         default=default,
-        help="What to convert to: dp = (ε, δ); tradeoff = β(α) of the optimal test; attack = best "
-        "membership-inference advantage and TPR at given FPRs; gdp = μ; zcdp = ρ.",
+        help="What to convert to: " + "; ".join(_TARGETS[c] for c in choices) + ".",
     )
+
+
+_TARGETS = {
+    "dp": "dp = (ε, δ)",
+    "tradeoff": "tradeoff = β(α) of the optimal test",
+    "attack": "attack = best membership-inference advantage and TPR at given FPRs",
+    "gdp": "gdp = μ (and σ for --sensitivity)",
+    "zcdp": "zcdp = ρ",
+}
 
 
 _alpha = grid_option(

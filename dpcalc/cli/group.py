@@ -114,6 +114,7 @@ def _simple(command, key, label, values, size, fn, method, obj, fmt, as_json, ex
 @grid_option("--epsilon", allowed=NONNEGATIVE, required=True, help="Pure ε for one record.")
 @_size
 @output_options
+@budget_option
 def pure(epsilon, size, fmt, as_json):
     """Pure ε-DP for groups of k: kε (Dwork & Roth Thm 2.2)."""
     from dpcalc.core import group as g
@@ -141,7 +142,7 @@ def gdp(mu, size, fmt, as_json):
 @_size
 @output_options
 def zcdp(rho, size, fmt, as_json):
-    """ρ-zCDP for groups of k: k²ρ (Bun & Steinke 2016, Prop. 5.5)."""
+    """ρ-zCDP for groups of k: k²ρ (Bun & Steinke 2016, Proposition 5.5)."""
     from dpcalc.core import group as g
     from dpcalc.model import ZCDP
 

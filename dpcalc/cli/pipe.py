@@ -29,6 +29,18 @@ class PipeGroup(click.Group):
             args = ["input", *args]
         return super().parse_args(ctx, args)
 
+    def format_epilog(self, ctx, formatter):
+        """``-h`` also lists the options of the pipe mode (the hidden ``input`` subcommand)."""
+        hidden = self.get_command(ctx, "input")
+        if hidden is not None:
+            sub = click.Context(hidden, info_name="input", parent=ctx, **hidden.context_settings)
+            records = [r for p in hidden.get_params(sub) if (r := p.get_help_record(sub)) is not None]
+            with formatter.section(
+                f"Reading privacy objects (when the first argument is an option: {ctx.info_name} [OPTIONS] < JSON)"
+            ):
+                formatter.write_dl(records)
+        super().format_epilog(ctx, formatter)
+
 
 def _stdin_is_tty() -> bool:
     try:

@@ -237,9 +237,21 @@ def plan_sgd(
         if e == "pld":
             # The tight engine (PLD, or its exact routes), and for the default answer the smaller of its
             # upper end and RDP's (sgd.best).
-            best = sgd.best(qs, ss, t_arr, ds, sampling, **c.pld_kw())
+            # An ε curve (or a grid of step counts) shares compositions: at most sgd.CURVE_POINTS step counts
+            # per (q, σ) are composed, the rows between them bracketed (ε grows with T).
+            best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
             t = best.tight
-            warnings += c.width_warnings(labels, t.lower, t.upper, t.met)
+            bracketed = t.method == sgd.BRACKET
+            warnings += c.width_warnings(labels, t.lower, t.upper, t.met | bracketed)
+            if bracketed.any():
+                wide = int(np.sum(bracketed & ~t.met))
+                warnings.append(
+                    f"{int(bracketed.sum())} rows (method pld-bracket) lie between the at most {sgd.CURVE_POINTS} "
+                    "step counts per setting that PLD composes: ε grows with the number of steps, so their "
+                    "ε ≥ is the certified lower end at the nearest composed step count below and ε the certified "
+                    "upper end at the nearest above — both still certified bounds"
+                    + (f"; {wide} of these intervals are wider than asked." if wide else ".")
+                )
             if engines == ["pld"]:
                 by_engine[e] = (best.upper, best.lower, best.method, best.bound)
             else:
@@ -249,6 +261,20 @@ def plan_sgd(
             by_engine[e] = (np.asarray(eps, float), None, np.full(idx.size, e, dtype=object), None)
     if not poisson and "pld" in engines:
         c.refuse_pld_gaps(best.tight.upper, qs, ss, t_arr, ds, "--sampling without-replacement")
+    # No empty success: every point needs an answer from an engine asked for (a sound one where there is
+    # one among them), else the command stops with the reason rather than print a partial table.
+    sound_asked = [e for e in engines if e != "gdp-clt"] or engines
+    answered = np.zeros(idx.size, dtype=bool)
+    for e in sound_asked:
+        answered |= np.isfinite(np.asarray(by_engine[e][0], float))
+    if not answered.all():
+        bad = np.flatnonzero(~answered)
+        k = int(bad[0])
+        more = f" (and {bad.size - 1} more rows)" if bad.size > 1 else ""
+        raise click.UsageError(
+            f"no engine can answer σ = {ss[k]:g} (q = {qs[k]:g}, T = {int(t_arr[k])}, δ = {ds[k]:g}){more}: the "
+            "privacy loss is beyond what can be represented (every bound overflows); use a larger --noise-multiplier."
+        )
     if best is not None:
         failed = [k for k in range(idx.size) if not np.isfinite(best.tight.upper[k])]
         if failed:
@@ -303,9 +329,10 @@ def plan_sgd(
             "privacy-profile: one step, its exact δ(ε))."
         )
     if "gdp-clt" in engines:
+        shown = [e for e in engines if e != "gdp-clt" and np.isfinite(np.asarray(by_engine[e][0], float)).any()]
         warnings.append(
-            "gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. "
-            "2021); the " + ("rdp and pld rows are" if poisson else "pld rows are the") + " guarantees."
+            "gdp-clt is the central-limit approximation: it can be below the true ε (Gopi et al. 2021)"
+            + (f"; the {' and '.join(shown)} rows are the guarantees." if shown else ".")
         )
     cols = [
         Column("dataset_size", "N", "int"),
@@ -418,33 +445,31 @@ def _inverse(v: dict) -> int:
     else:
         t = None
 
+    poisson = sampling == "poisson"
+
     def solve_by(engine):
+        # The default answer is the smallest sound one: PLD's, or RDP's where that is smaller (as forward).
+        acc = "best" if engine == "pld" and engines == ["pld"] and poisson else engine
         if solve == "noise-multiplier":
-            return sgd.solve_sigma(q, t, m["delta"], m["target"], engine, sampling=sampling)
+            return sgd.solve_sigma(q, t, m["delta"], m["target"], acc, sampling=sampling)
         if solve == "epochs":
-            return sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], engine, sampling=sampling)
+            return sgd.solve_steps(q, m["sigma"], m["delta"], m["target"], acc, sampling=sampling)
         return sgd.solve_batch_size(
-            m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], engine, sampling=sampling
+            m["dataset_size"], m["epochs"], m["sigma"], m["delta"], m["target"], acc, sampling=sampling
         )
+
+    def show(x):
+        return f"{x:.6g}"
 
     rows = []
     for e in engines:
-        acc = sgd.ACCOUNTANTS[e]
         sol = solve_by(e)
-        method = np.full(n, e, dtype=object)
-        if e == "pld" and engines == ["pld"] and sampling == "poisson" and not np.all(sol.found):
-            # Where PLD found nothing (it declines below δ = 1e-12 or past its grid), try RDP.
-            alt = solve_by("rdp")
-            use = ~sol.found & alt.found
-            if use.any():
-                sol = sgd.Solution(
-                    np.where(use, alt.value, sol.value), np.where(use, alt.epsilon, sol.epsilon), sol.found | use
-                )
-                method[use] = "rdp"
-                warnings.append("pld found no answer for some rows; those rows are solved by rdp.")
-
+        who = "neither pld nor rdp" if e == "pld" and engines == ["pld"] and poisson else e
         for i in range(n):
             found = bool(sol.found[i])
+            status = str(sol.status[i])
+            has = status != sgd.NONE  # a checked point that meets the target
+            meth = str(sol.method[i]) if has and sol.method[i] is not None else e
             row = {
                 "target_epsilon": c.f(m["target"][i]),
                 "delta": c.f(m["delta"][i]),
@@ -455,37 +480,109 @@ def _inverse(v: dict) -> int:
                 "steps": int(t[i]) if t is not None else None,
                 "epochs": c.f(m["epochs"][i]) if epochs is not None else None,
                 "found": found,
-                "method": str(method[i]),
-                "bound": acc.bound,
+                "search": status,
+                "method": meth,
+                "bound": sgd.TIGHT_METHODS.get(meth, sgd.ACCOUNTANTS[e].bound)
+                if e != "gdp-clt"
+                else sgd.ACCOUNTANTS[e].bound,
             }
             val = float(sol.value[i])
+            nxt = float(sol.next_value[i])
+            e_next = float(sol.next_epsilon[i])
             if solve == "noise-multiplier":
-                row["noise_multiplier"] = val if found else None
+                row["noise_multiplier"] = val if has else None
+                row["checked_next"] = nxt if np.isfinite(nxt) else None
             elif solve == "epochs":
-                row["steps"] = int(val) if found else None
-                if dataset_size is not None and found:
+                row["steps"] = int(val) if has else None
+                row["checked_next"] = int(nxt) if np.isfinite(nxt) else None
+                if dataset_size is not None and has:
                     per = 1.0 / q[i]
-                    whole = int(np.floor(val / per + 1e-9))
-                    row["epochs"] = float(whole)
+                    row["epochs"] = float(int(np.floor(val / per + 1e-9)))
                     row["epochs_fractional"] = float(val / per)
             else:
-                row["batch_size"] = int(val) if found else None
-                if found:
-                    row["rate"] = val / m["dataset_size"][i]
+                row["batch_size"] = int(val) if has else None
+                row["checked_next"] = int(nxt) if np.isfinite(nxt) else None
+                if has:
+                    row["rate"] = c.f(val / m["dataset_size"][i])
                     row["steps"] = int(sgd.steps_for_epochs(m["epochs"][i], m["dataset_size"][i], val))
-            eps_i = float(sol.epsilon[i]) if found and np.isfinite(sol.epsilon[i]) else None
-            row["epsilon"] = eps_i
-            if not found:
-                why = {
-                    "noise-multiplier": "no noise multiplier up to 2e6 meets",
-                    "epochs": "even a single step exceeds",
-                    "batch-size": "even a batch size of 1 exceeds",
-                }[solve]
-                warnings.append(f"[{e}] {why} ε = {m['target'][i]:g} at δ = {m['delta'][i]:g}.")
-            if solve == "epochs" and found and row.get("epochs") == 0.0:
+            row["epsilon"] = float(sol.epsilon[i]) if has and np.isfinite(sol.epsilon[i]) else None
+            row["epsilon_next"] = e_next if np.isfinite(e_next) else None
+            at = f"ε = {m['target'][i]:g} at δ = {m['delta'][i]:g}"
+            name = {"noise-multiplier": "σ", "epochs": "T", "batch-size": "B"}[solve]
+            if status == sgd.NONE:
+                if solve == "noise-multiplier":
+                    floor = f"; ε there is {show(e_next)} at best" if np.isfinite(e_next) else ""
+                    why = f"no noise multiplier up to {sgd.SIGMA_MAX:g} meets {at}{floor}"
+                else:
+                    why = {"epochs": "even a single step exceeds", "batch-size": "even a batch size of 1 exceeds"}[
+                        solve
+                    ] + f" {at}"
+                warnings.append(f"[{e}] {why}.")
+            elif status == sgd.EDGE:
+                warnings.append(
+                    f"[{e}] the target {at} is met by {name} = {show(val)}, but dpcalc cannot account "
+                    + (
+                        f"σ = {show(nxt)} or any smaller σ ({who} stops answering there: the privacy loss is beyond "
+                        "what it can represent)"
+                        if solve == "noise-multiplier"
+                        else f"{name} = {show(nxt)} ({who} stops answering there)"
+                    )
+                    + "; the optimum may lie beyond, so found is no."
+                )
+            elif status == sgd.RANGE_END:
+                if solve == "noise-multiplier":
+                    warnings.append(
+                        f"[{e}] the target {at} is met by every σ down to {sgd.SIGMA_FLOOR:g}, the smallest σ dpcalc "
+                        "searches; found is no."
+                    )
+                elif solve == "epochs":
+                    warnings.append(
+                        f"[{e}] the target {at} is met by every step count up to {sgd.MAX_STEPS:g}, the most dpcalc "
+                        "searches; found is no."
+                    )
+                else:
+                    warnings.append(
+                        f"[{e}] every batch size up to the dataset size N = {int(val)} meets {at} (a batch cannot be "
+                        "larger): B = N is the answer."
+                    )
+            if solve == "epochs" and has and row.get("epochs") == 0.0:
                 warnings.append(f"[{e}] less than one epoch fits in ε = {m['target'][i]:g}.")
             rows.append(row)
-    notes.append(f"Solved for {solve.replace('-', ' ')}; ε is re-checked at the answer and is at most the target.")
+    tol = {
+        "noise-multiplier": "σ is the smallest noise multiplier to a relative "
+        + ", ".join(
+            f"{sgd.SIGMA_RTOL['best' if x == 'pld' and engines == ['pld'] and poisson else x]:g} ({x})" for x in engines
+        )
+        + ": σ/(1 + that) or a σ between was evaluated and misses the target (checked_next, epsilon_next in JSON)",
+        "epochs": "T is the largest number of steps to within "
+        + ", ".join(
+            (
+                "one step"
+                if sgd.STEPS_RTOL["best" if x == "pld" and engines == ["pld"] and poisson else x] == 0
+                else f"max(1, {sgd.STEPS_RTOL['best' if x == 'pld' and engines == ['pld'] and poisson else x]:g}·T) "
+                "steps"
+            )
+            + f" ({x})"
+            for x in engines
+        )
+        + ": that many more steps were evaluated and miss the target (checked_next, epsilon_next in JSON); "
+        "epochs are the whole epochs in T",
+        "batch-size": "B is the largest batch size: B + 1 was evaluated and misses the target (checked_next, "
+        "epsilon_next in JSON)",
+    }[solve]
+    notes.append(
+        f"Solved for {solve.replace('-', ' ')} over its whole range ("
+        + {
+            "noise-multiplier": f"σ up to {sgd.SIGMA_MAX:g}, and down to where dpcalc stops answering",
+            "epochs": f"1 to {sgd.MAX_STEPS:g} steps",
+            "batch-size": "batch sizes 1 to N",
+        }[solve]
+        + f"). {tol}. The answer is re-checked with the bound that reports its ε (found: both sides checked); "
+        "otherwise the search column says why not (none: not met in the range; edge: the next value cannot be "
+        "accounted; range-end: met at the end of the range)."
+    )
+    if engines == ["pld"] and poisson:
+        notes.append("The default bound is the smaller of PLD's certified upper end and RDP's, as for forward answers.")
     if "gdp-clt" in engines:
         warnings.append("gdp-clt answers are approximate and may break the target; plan with the pld or rdp row.")
     safe = {"noise_multiplier": "up", "steps": "down", "epochs": "down", "batch_size": "down"}
@@ -500,6 +597,7 @@ def _inverse(v: dict) -> int:
         Column("steps", "steps", "int"),
         Column("epsilon", "ε at answer", safe="up"),
         Column("found", "found", "bool"),
+        Column("search", "search", "text"),
         Column("method", "method", "text"),
         Column("bound", "bound", "text"),
     ]

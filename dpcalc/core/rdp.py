@@ -30,6 +30,8 @@ from ._arrays import all_scalar, checked, finish, log_expm1
 
 __all__ = [
     "DEFAULT_ORDERS",
+    "MAX_ORDER",
+    "MAX_ORDER_TERMS",
     "gaussian",
     "laplace",
     "subsampled_gaussian",
@@ -91,30 +93,46 @@ def _log_comb(n, k):
     return special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
 
 
-def _log_a_minus_1_int(q, sigma, alpha: int, _chunk: int = 20_000_000):
+#: Terms of the integer-order sum held in memory at once (cases × terms), 32 MB per float64 temporary.
+_TERMS_CHUNK = 4_000_000
+
+#: Largest order α the per-step RDP is listed at (``amplify gaussian --orders``): an integer order sums
+#: α terms (in chunks of _TERMS_CHUNK), a fractional one its two integer neighbours at most.
+MAX_ORDER = 1e6
+#: Most terms one listing may sum (Σ over the orders asked of ⌈α⌉, times the settings): about 20 s.
+MAX_ORDER_TERMS = 2e8
+
+
+def _log_a_minus_1_int(q, sigma, alpha: int, _chunk: int = _TERMS_CHUNK):
     """log(A_α − 1) for integer α >= 2 ([MTZ] §3.2), exact and free of cancellation.
 
     By the binomial theorem Σ_k C(α,k)(1−q)^{α−k} q^k = 1, so
     A_α − 1 = Σ_{k>=2} C(α,k)(1−q)^{α−k} q^k (e^{(k²−k)/(2σ²)} − 1): positive
     terms only, accurate even when A_α − 1 is far below machine precision.
-    q and sigma are 1-D of equal length.
+    q and sigma are 1-D of equal length. Memory is bounded: at most ``_chunk``
+    terms at a time (cases, then runs of k, each run's log-sum-exp combined).
     """
     step = max(1, _chunk // alpha)
     if q.size > step:  # bound memory: cases × α terms at a time
         return np.concatenate(
-            [_log_a_minus_1_int(q[i : i + step], sigma[i : i + step], alpha) for i in range(0, q.size, step)]
+            [_log_a_minus_1_int(q[i : i + step], sigma[i : i + step], alpha, _chunk) for i in range(0, q.size, step)]
         )
-    k = np.arange(2, alpha + 1, dtype=np.float64)[None, :]
-    q = q[:, None]
+    qc = q[:, None]
     s2 = (sigma * sigma)[:, None]
-    with np.errstate(divide="ignore"):
-        terms = (
-            _log_comb(float(alpha), k)
-            + k * np.log(q)
-            + (alpha - k) * np.log1p(-q)
-            + log_expm1((k * k - k) / (2.0 * s2))
-        )
-    return special.logsumexp(terms, axis=1)
+    width = max(1, _chunk // max(q.size, 1))
+    out = np.full(q.size, -np.inf)
+    for k0 in range(2, alpha + 1, width):
+        k = np.arange(k0, min(k0 + width, alpha + 1), dtype=np.float64)[None, :]
+        with np.errstate(divide="ignore"):
+            terms = (
+                _log_comb(float(alpha), k)
+                + k * np.log(qc)
+                + (alpha - k) * np.log1p(-qc)
+                + log_expm1((k * k - k) / (2.0 * s2))
+            )
+        part = special.logsumexp(terms, axis=1)
+        out = part if k0 == 2 else np.logaddexp(out, part)
+    return out
 
 
 def _log_a_int(q, sigma, alpha: int):
@@ -202,6 +220,18 @@ def _subsampled_gaussian(orders, q, sigma):
     a, q, s = np.broadcast_arrays(np.asarray(orders, float), np.asarray(q, float), np.asarray(sigma, float))
     shape = a.shape
     a, q, s = a.ravel(), q.ravel(), s.ravel()
+    if a.size > 1:
+        # Each distinct (α, q, σ) once: cases that share a step (a curve over T, a grid of δ) share its RDP.
+        order = np.lexsort((s, q, a))
+        sa, sq, ss = a[order], q[order], s[order]
+        new = np.ones(a.size, dtype=bool)
+        new[1:] = (sa[1:] != sa[:-1]) | (sq[1:] != sq[:-1]) | (ss[1:] != ss[:-1])
+        if not new.all():
+            first = np.flatnonzero(new)
+            r_u = _subsampled_gaussian(sa[first], sq[first], ss[first])
+            r = np.empty(a.size)
+            r[order] = r_u[np.cumsum(new) - 1]
+            return r.reshape(shape)
     log_a = np.empty(a.shape)
     full = q >= 1.0
     log_a[full] = a[full] * (a[full] - 1) / (2 * s[full] ** 2)

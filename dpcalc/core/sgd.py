@@ -30,7 +30,7 @@ from . import gdp
 from . import rdp as _rdp
 from ._arrays import all_scalar, checked, finish
 from .errors import ValidationError
-from .solve import bisect_predicate, expand_until
+from .solve import walk_and_bisect
 
 __all__ = [
     "Accountant",
@@ -39,6 +39,8 @@ __all__ = [
     "steps_for_epochs",
     "epsilon",
     "epsilon_curve",
+    "tight_curve",
+    "CURVE_POINTS",
     "solve_sigma",
     "solve_steps",
     "solve_batch_size",
@@ -90,8 +92,9 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
     return eps
 
 
-#: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists.
-TIGHT_METHODS = {"pld": "upper", "gdp": "exact", "privacy-profile": "exact"}
+#: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists;
+#: ``pld-bracket`` is a row of an ε curve between two composed step counts (:func:`tight_curve`).
+TIGHT_METHODS = {"pld": "upper", "gdp": "exact", "privacy-profile": "exact", "pld-bracket": "upper"}
 
 
 @dataclass(frozen=True)
@@ -151,19 +154,112 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         lo[rows], up[rows], met[rows] = (np.zeros(len(rows)) if upper_only else ans.lower), ans.upper, ans.met
 
     failures = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
+
+    def settle(key, rows):
+        """Answer rows (sorted by δ) together; where that fails — beyond what the PLD grid can represent
+        for the smallest δ, perhaps — the largest δ alone, and if that is answered, each half in turn
+        (a few failed runs per level, not one run per δ)."""
+        try:
+            answer(key, rows)
+            return
+        except failures:
+            if rows.size == 1:
+                return
+        try:
+            answer(key, rows[-1:])
+        except failures:
+            return  # the easiest δ fails: so would the others
+        for part in (rows[rows.size // 2 : -1], rows[: rows.size // 2]):
+            if part.size:
+                settle(key, part)
+
     for key, idx in groups.items():
         idx = np.array(idx)
         ok = idx[delta[idx] >= pld.MIN_DELTA]
-        try:
-            if ok.size:
-                answer(key, ok)
-        except failures:
-            # Beyond what the PLD grid can represent for the smallest δ, perhaps: try each δ alone.
-            for i in ok if ok.size > 1 else ():
-                try:
-                    answer(key, np.array([i]))
-                except failures:
-                    pass
+        if ok.size:
+            settle(key, ok[np.argsort(delta[ok], kind="stable")])
+    bad = ~(np.isfinite(lo) & np.isfinite(up))
+    lo[bad] = up[bad] = np.nan
+    met[bad] = False
+    bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
+    return Tight(lo, up, method, bound, met)
+
+
+#: Most step counts of one (q, σ) that :func:`tight_curve` composes; the others are bracketed.
+CURVE_POINTS = 128
+
+#: Method of a row bracketed between two composed step counts (see :func:`tight_curve`).
+BRACKET = "pld-bracket"
+
+
+def _geometric_pick(values: np.ndarray, k: int) -> np.ndarray:
+    """About k of the sorted distinct ``values``, spread evenly in log scale, always the first and last."""
+    if values.size <= k:
+        return values
+    want = np.geomspace(values[0], values[-1], k)
+    i = np.clip(np.searchsorted(values, want), 0, values.size - 1)
+    return np.unique(np.concatenate([values[[0, -1]], values[i]]))
+
+
+def tight_curve(q, sigma, steps, delta, sampling: str = "poisson", max_points: int = CURVE_POINTS, **kw) -> Tight:
+    """Certified intervals on ε for many step counts of the same step (an ε curve: ``--per-epoch``).
+
+    ε is non-decreasing in T — the output of T steps is a post-processing of the output of T' > T
+    steps — so for step counts T_a <= T <= T_b, lower(T_a) <= ε(T) <= upper(T_b). Per (q, σ), at
+    most ``max_points`` distinct step counts (spread evenly in log T, the first and last always)
+    are answered by :func:`tight_interval`, each δ of the group sharing their compositions; every
+    other row gets the largest certified lower end at or below its T and the smallest certified
+    upper end at or above it, with method :data:`BRACKET` (``met``: whether that interval is as
+    narrow as asked). Where a group has at most ``max_points`` step counts, every row is answered
+    by :func:`tight_interval` (the same numbers as one row at a time). The cost is that of
+    ``max_points`` compositions per (q, σ), whatever the number of rows.
+    """
+    from .pld import ABS_WIDTH, REL_WIDTH
+
+    _check_sampling(sampling)
+    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    n = q.size
+    lo, up = np.full(n, np.nan), np.full(n, np.nan)
+    method = np.full(n, "pld", dtype=object)
+    met = np.zeros(n, dtype=bool)
+    direct = []
+    groups: dict = {}
+    for i in range(n):
+        groups.setdefault((float(q[i]), float(sigma[i])), []).append(i)
+    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    for (qq, ss), idx in groups.items():
+        idx = np.array(idx)
+        ts = np.unique(steps[idx])
+        if qq >= 1.0 or ts.size <= max_points:
+            direct.append(idx)
+            continue
+        points = _geometric_pick(ts, max_points)
+        ds = np.unique(delta[idx])
+        pt, pd = (a.ravel() for a in np.meshgrid(points, ds, indexing="ij"))
+        t = tight_interval(np.full(pt.size, qq), np.full(pt.size, ss), pt, pd, sampling, **kw)
+        t_lo, t_up = (a.reshape(points.size, ds.size) for a in (t.lower, t.upper))
+        t_m, t_meth = t.met.reshape(points.size, ds.size), t.method.reshape(points.size, ds.size)
+        # Best certified ends for any T between the points: the largest lower end at or below, the
+        # smallest upper end at or above (NaN-skipping running max / min along T).
+        run_lo = np.fmax.accumulate(t_lo, axis=0)
+        run_up = np.fmin.accumulate(t_up[::-1], axis=0)[::-1]
+        for k, i in enumerate(idx):
+            j = int(np.searchsorted(ds, delta[i]))
+            a = int(np.searchsorted(points, steps[i]))
+            if points[a] == steps[i]:  # a composed point: the engine's own answer
+                lo[i], up[i], met[i], method[i] = t_lo[a, j], t_up[a, j], t_m[a, j], t_meth[a, j]
+                continue
+            u, l_ = run_up[a, j], run_lo[a - 1, j]
+            if not np.isfinite(u):
+                continue  # no certified upper end at or above: no claim (the callers fall back)
+            lo[i] = l_ if np.isfinite(l_) else 0.0  # ε >= 0 always
+            up[i] = u
+            method[i] = BRACKET
+            met[i] = up[i] - lo[i] <= max(rel * up[i], abs_) * (1 + 1e-9)
+    if direct:
+        idx = np.concatenate(direct)
+        t = tight_interval(q[idx], sigma[idx], steps[idx], delta[idx], sampling, **kw)
+        lo[idx], up[idx], method[idx], met[idx] = t.lower, t.upper, t.method, t.met
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False
@@ -191,13 +287,14 @@ class Best:
     rdp: np.ndarray
 
 
-def best(q, sigma, steps, delta, sampling: str = "poisson", **kw) -> Best:
+def best(q, sigma, steps, delta, sampling: str = "poisson", curve: bool = False, **kw) -> Best:
     """The tightest sound answer per case: min(tight engine's upper end, RDP) — RDP for Poisson
     sampling only — with the tight engine's certified lower end. Where the tight engine cannot
     answer, RDP alone (no lower end); without replacement there is no RDP, and such a case is NaN.
+    ``curve``: the tight engine's intervals by :func:`tight_curve` (many step counts per step).
     """
     q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
-    t = tight_interval(q, sigma, steps, delta, sampling, **kw)
+    t = (tight_curve if curve else tight_interval)(q, sigma, steps, delta, sampling, **kw)
     if sampling == "poisson":
         r = np.asarray(_rdp_epsilon(q, sigma, steps, delta), float)
     else:
@@ -289,43 +386,167 @@ def epsilon_curve(rate, sigma, steps, delta, accountant: str = "rdp", sampling: 
     return ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
 
 
-def _pld_upper_fast(q, sigma, steps, delta, sampling: str = "poisson"):
-    """A sound upper bound for searches: the tight engine's upper end alone, on its starting grid.
+# --------------------------------------------------------------------------- inverse searches
+#
+# Every inverse search returns only points where its bound was evaluated and held, and re-checks the
+# answer on both sides with the bound it reports: the answer meets the target, and the next value
+# toward more privacy loss (σ/(1 + rtol), T + 1, B + 1) was evaluated and does not (or cannot be
+# accounted at all, which is reported as the edge of what dpcalc can account, not as an optimum).
 
-    The re-check (:func:`_checked_eps`) keeps the smaller of this and the full
-    answer's upper bound, so a value this search accepts always passes it.
-    """
-    up = tight_interval(q, sigma, steps, delta, sampling, upper_only=True).upper
-    return np.where(np.isfinite(up), up, np.inf)  # no claim: the search treats it as over the target
+#: σ searches cover σ in [SIGMA_FLOOR, SIGMA_MAX]; in practice down to where the accountant stops
+#: answering (its bound overflows, or PLD's grid no longer fits), which the search finds.
+SIGMA_MAX = 1e12
+SIGMA_FLOOR = 1e-300
+#: Relative tolerance of σ answers: σ/(1 + rtol) was evaluated by the same bound and misses the target.
+SIGMA_RTOL = {"pld": 1e-3, "best": 1e-3, "rdp": 1e-4, "gdp-clt": 1e-4}
+#: Most steps the steps/epochs search covers.
+MAX_STEPS = 1e9
+#: Relative tolerance of step-count answers by accountant (at least one step): T + max(1, ⌊rtol·T⌋) was
+#: evaluated by the same bound and misses the target (each PLD evaluation at 10⁷ steps costs seconds).
+STEPS_RTOL = {"pld": 1e-3, "best": 1e-3, "rdp": 0.0, "gdp-clt": 0.0}
 
-
-def _checked_eps(accountant, q, s, t, d, sampling: str = "poisson"):
-    """ε of a search's answer by the full accountant; for PLD the smaller of the full answer's upper
-    bound and the search's own (both sound), so an accepted point always passes."""
-    eps = ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
-    if accountant == "pld":
-        # Where the full answer failed it stays failed (NaN).
-        eps = np.where(np.isfinite(eps), np.minimum(eps, _pld_upper_fast(q, s, t, d, sampling)), eps)
-    return eps
-
-
-def _search_eps(accountant, q, s, t, d, sampling: str = "poisson"):
-    if accountant == "pld":
-        return _pld_upper_fast(q, s, t, d, sampling)
-    if accountant == "rdp":
-        # Fewer refinement steps while searching: each value is still a
-        # sound upper bound, so the search stays on the safe side.
-        return _rdp_epsilon(q, s, t, d, refine_steps=8, sampling=sampling)
-    return ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
+#: Outcomes of an inverse search, per row (``Solution.status``).
+OPTIMAL = "optimal"  # the next value toward more loss was evaluated and misses the target
+RANGE_END = "range-end"  # the target is met at the end of the searched range (σ floor, MAX_STEPS, B = N)
+EDGE = "edge"  # the next value toward more loss cannot be accounted (its bound overflows / does not fit)
+NONE = "none"  # not met anywhere in the range (even at SIGMA_MAX, one step, a batch of one)
 
 
 @dataclass(frozen=True)
 class Solution:
-    """An inverse-planning answer: the value, its checked ε, and whether it was found."""
+    """An inverse-planning answer per row.
+
+    ``value`` is the answer (NaN, or 0 for counts, where nothing meets the target); ``epsilon`` the
+    reported bound there; ``found`` whether it is the optimum within the tolerance (``status`` says
+    why not otherwise); ``next_value`` / ``next_epsilon`` the value checked on the other side (σ/(1 +
+    rtol) or closer, T + 1, B + 1) and its bound (NaN: cannot be accounted); ``method`` the bound's
+    method (pld, rdp, gdp, privacy-profile, gdp-clt).
+    """
 
     value: np.ndarray
     epsilon: np.ndarray
     found: np.ndarray
+    status: np.ndarray | None = None
+    next_value: np.ndarray | None = None
+    next_epsilon: np.ndarray | None = None
+    method: np.ndarray | None = None
+
+
+def _finite_or_nan(e) -> np.ndarray:
+    e = np.asarray(e, float)
+    return np.where(np.isfinite(e), e, np.nan)
+
+
+def _check_accountant(accountant: str) -> None:
+    if accountant not in ACCOUNTANTS and accountant != "best":
+        raise ValidationError("accountant", accountant, "rdp, pld, gdp-clt or best")
+
+
+def _search_bound(accountant: str, sampling: str):
+    """The bound a search walks with: (q, σ, T, δ) → (ε, method), NaN where it has no answer. PLD: the
+    tight engine's quick upper end; ``best``: the smaller of that and RDP (Poisson sampling); RDP with
+    fewer refinement steps (each still a sound bound)."""
+
+    def f(q, s, t, d):
+        n = np.size(q)
+        if accountant in ("pld", "best"):
+            tt = tight_interval(q, s, t, d, sampling, upper_only=True)
+            e, meth = _finite_or_nan(tt.upper), tt.method.copy()
+            if accountant == "best" and sampling == "poisson":
+                with np.errstate(all="ignore"):
+                    r = _finite_or_nan(_rdp_epsilon(q, s, t, d, refine_steps=8))
+                use = np.isfinite(r) & ~(e <= r)
+                e = np.where(use, r, e)
+                meth[use] = "rdp"
+            return e, meth
+        with np.errstate(all="ignore"):
+            if accountant == "rdp":
+                e = _rdp_epsilon(q, s, t, d, refine_steps=8, sampling=sampling)
+            else:
+                e = ACCOUNTANTS[accountant].epsilon(q, s, t, d, sampling=sampling)
+        return _finite_or_nan(e), np.full(n, accountant, dtype=object)
+
+    return f
+
+
+def _final_bound(accountant: str, sampling: str):
+    """The bound an answer is reported and re-checked with: the full-precision accountant (the PLD
+    interval's upper end, RDP fully refined), or the search's own value at the same point where
+    that is smaller (both are sound), so that a point the search accepted is accepted again."""
+
+    def f(q, s, t, d, known, known_m):
+        n = np.size(q)
+        if accountant in ("pld", "best"):
+            tt = tight_interval(q, s, t, d, sampling)
+            e, meth = _finite_or_nan(tt.upper), tt.method.copy()
+            if accountant == "best" and sampling == "poisson":
+                with np.errstate(all="ignore"):
+                    r = _finite_or_nan(_rdp_epsilon(q, s, t, d))
+                use = np.isfinite(r) & ~(e <= r)
+                e = np.where(use, r, e)
+                meth[use] = "rdp"
+        elif accountant == "rdp":
+            with np.errstate(all="ignore"):
+                e = _finite_or_nan(_rdp_epsilon(q, s, t, d, sampling=sampling))
+            meth = np.full(n, "rdp", dtype=object)
+        else:
+            return known.copy(), known_m.copy()
+        take = np.isfinite(known) & ~(e <= known)
+        return np.where(take, known, e), np.where(take, known_m, meth).astype(object)
+
+    return f
+
+
+def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow):
+    """Search with the quick bound, then re-check both ends with the reported (final) bound. Where
+    that is tighter on the far side (it meets the target there), the search goes on with it: one
+    probe (``probe(x, ε, target)``: where ε would reach the target if it grew like the step count,
+    or like 1/σ²), then steps of that size, and bisection. Returns (ok, e_ok, m_ok, bad, e_bad,
+    status)."""
+    ok, bad, e_ok, e_bad, m_ok, m_bad = walk_and_bisect(ev_search, target, x0, lo, hi, step, mid, narrow)
+    has = np.flatnonzero(np.isfinite(ok))
+    if has.size:
+        e, m = ev_final(has, ok[has], e_ok[has], m_ok[has])
+        e_ok[has], m_ok[has] = e, m
+    far = np.flatnonzero(np.isfinite(ok) & np.isfinite(bad))
+    if far.size:
+        e, m = ev_final(far, bad[far], e_bad[far], m_bad[far])
+        e_bad[far], m_bad[far] = e, m
+        more = far[e <= target[far]]
+        if more.size:
+
+            def ev_more(rows, x):
+                q_e, q_m = ev_search(more[rows], x)
+                return ev_final(more[rows], x, q_e, q_m)
+
+            start = bad[more]
+            px = np.minimum(probe(start, e_bad[more], target[more]), hi[more])
+            pe, pm = ev_more(np.arange(more.size), px)
+            hit = pe <= target[more]
+            x0_ = np.where(hit, px, start)  # met at the probe: walk on from there; else bisect below it
+            size = np.abs(px - start)
+
+            def step_more(x, k, direction, rows):
+                return x + direction * size[rows] * 2.0**k
+
+            nan = np.full(more.size, np.nan)
+            bad0 = (
+                np.where(hit, nan, px),
+                np.where(hit, nan, pe),
+                pm,
+                np.where(hit, nan, e_bad[more]),
+                m_bad[more],
+            )
+            o2, b2, eo2, eb2, mo2, _ = walk_and_bisect(
+                ev_more, target[more], x0_, lo[more], hi[more], step_more, mid, narrow, bad0, (pe, pm)
+            )
+            ok[more], e_ok[more], m_ok[more] = o2, eo2, mo2
+            bad[more], e_bad[more] = b2, eb2
+    status = np.full(ok.size, OPTIMAL, dtype=object)
+    status[~np.isfinite(ok)] = NONE
+    status[np.isfinite(ok) & ~np.isfinite(bad)] = RANGE_END
+    status[np.isfinite(ok) & np.isfinite(bad) & ~np.isfinite(e_bad)] = EDGE
+    return ok, e_ok, m_ok, bad, e_bad, status
 
 
 def _clt_guess_mu(target, delta):
@@ -334,184 +555,189 @@ def _clt_guess_mu(target, delta):
         return gdp._mu_for_dp(np.maximum(target, 1e-12), np.log(delta), 1e-6)
 
 
-def _bracket(ok_rows, guess, *, factor: float, lowest: float, highest: float, max_steps: int = 80):
-    """Around ``guess``, a checked-ok point above or at it and a point below that (checked not ok, or
-    ``lowest``), on a ladder of growing steps from the guess, evaluating only unsettled rows.
+def _int_step(factor: float):
+    def step(x, k, direction, rows=None):
+        f = factor ** (2.0**k)
+        if direction > 0:
+            return np.maximum(np.floor(x * f), x + 1)
+        return np.minimum(np.ceil(x / f), x - 1)
 
-    ``ok_rows(idx, x)`` tells whether x is ok for rows idx; ok is assumed to hold for large x.
-    Rows with no ok point up to ``highest`` are returned with found false.
-    """
-    n = guess.size
-    idx = np.arange(n)
-    g_ok = ok_rows(idx, guess)
-    hi = np.where(g_ok, guess, np.nan)
-    lo = np.where(g_ok, lowest, guess)
-    x = guess.copy()
-    todo = idx[~g_ok]  # not ok yet: go up
-    # The steps grow (factor, factor², factor⁴, … up to factor^16): a guess far off costs a few
-    # evaluations, not dozens; the bisection that follows narrows the bracket either way.
-    for k in range(max_steps):
-        if todo.size == 0:
-            break
-        x[todo] = np.minimum(x[todo] * factor ** min(2**k, 16), highest)
-        r = ok_rows(todo, x[todo])
-        hi[todo[r]] = x[todo[r]]
-        lo[todo[~r]] = x[todo[~r]]
-        todo = todo[~r & (x[todo] < highest)]
-    found = np.isfinite(hi)
-    hi = np.where(found, hi, highest)
-    x = guess.copy()
-    todo = idx[g_ok]  # ok: go down until not ok
-    for k in range(max_steps):
-        if todo.size == 0:
-            break
-        x[todo] = x[todo] / factor ** min(2**k, 16)
-        low = x[todo] <= lowest
-        lo[todo[low]] = lowest
-        todo = todo[~low]
-        if todo.size == 0:
-            break
-        r = ok_rows(todo, x[todo])
-        hi[todo[r]] = x[todo[r]]
-        lo[todo[~r]] = x[todo[~r]]
-        todo = todo[r]
-    return hi, lo, found
+    return step
+
+
+def _int_mid(a, b):
+    lo_, hi_ = np.minimum(a, b), np.maximum(a, b)
+    return np.clip(np.floor(np.sqrt(lo_) * np.sqrt(hi_)), lo_ + 1, hi_ - 1)
+
+
+def _int_probe(x, e, target):
+    """Where ε would reach the target if it grew like the count: at least one more."""
+    with np.errstate(all="ignore"):
+        jump = np.floor(x * np.clip(target / e, 1.0, 4.0))
+    return np.maximum(np.nan_to_num(jump, nan=x + 1), x + 1)
+
+
+def _int_narrow(rtol: float = 0.0):
+    """Narrow enough: the next count up is within one, or within rtol·count (rounded down)."""
+
+    def narrow(a, b):
+        return np.abs(b - a) <= np.maximum(1.0, np.floor(rtol * np.minimum(a, b)))
+
+    return narrow
 
 
 def solve_sigma(
-    rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float = 1e-4, sampling: str = "poisson"
+    rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float | None = None, sampling: str = "poisson"
 ):
-    """Smallest noise multiplier σ (rounded up, to ``rtol``) with ε <= target.
+    """Smallest noise multiplier σ (to a relative ``rtol``, rounded up) whose ε is at most the target.
 
-    The answer is re-checked with the full-precision accountant.
-    ``found`` is false where no σ up to about 2e6 meets the target. With the
-    PLD accountant the search starts at the GDP central-limit σ (a guess
-    only) and brackets the answer by factors of 1.25, each point checked by
-    the PLD upper bound (rtol at least 1e-3).
+    The search covers σ from :data:`SIGMA_MAX` (1e12) down to where the accountant stops answering
+    (its bound overflows, or the PLD grid no longer fits). It starts at the GDP central-limit σ (a
+    guess only), steps by growing factors (1.25, 1.25², 1.25⁴, …) until the target is bracketed,
+    and bisects in log σ. The answer is re-checked with the reported bound on both sides: it meets
+    the target, and σ/(1 + rtol) (or a σ closer to it) misses it — ``found``. ``rtol`` defaults to
+    :data:`SIGMA_RTOL` (1e-3 for pld and best, 1e-4 for rdp and gdp-clt). ``status`` says otherwise:
+    ``none`` (no σ up to 1e12 meets the target), ``edge`` (the answer is the smallest σ dpcalc can
+    account: the next one below cannot be accounted), ``range-end`` (met at σ = 1e-300).
+
+    ``accountant``: rdp, pld (the tight engine's upper end), gdp-clt (approximate), or best (the
+    smaller of pld and rdp, as plan-sgd's default answer).
     """
     _check_sampling(sampling)
+    _check_accountant(accountant)
+    rtol = SIGMA_RTOL[accountant] if rtol is None else float(rtol)
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
-    q, t, d, target = (a.ravel() for a in np.broadcast_arrays(q, t, d, target))
+    q, t, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, t, d, target))
+    search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
-    def ok_rows(i, sig):
-        return _search_eps(accountant, q[i], sig, t[i], d[i], sampling) <= target[i]
+    # x = −log σ: privacy loss grows with x.
+    def ev_search(rows, x):
+        return search(q[rows], np.exp(-x), t[rows], d[rows])
 
-    def ok(sig):
-        return ok_rows(slice(None), sig)
+    def ev_final(rows, x, known, known_m):
+        return final(q[rows], np.exp(-x), t[rows], d[rows], known, known_m)
 
-    if accountant == "pld":
-        rtol = max(rtol, 1e-3)
-        mu = _clt_guess_mu(target, d)
+    mu = _clt_guess_mu(target, d)
+    with np.errstate(all="ignore"):
+        guess = 1.0 / np.sqrt(np.log1p((mu / q) ** 2 / t))  # μ = q√(T(e^{1/σ²} − 1)) solved for σ
+    guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=1e6), 1e-6, 1e6)
+    lo = np.full(q.shape, -np.log(SIGMA_MAX))
+    hi = np.full(q.shape, -np.log(SIGMA_FLOOR))
+    tol = float(np.log1p(rtol))
+
+    def step(x, k, direction, rows=None):
+        return x + direction * np.log(1.25) * 2.0**k
+
+    def probe(x, e, tgt):  # where ε would reach the target if it went like 1/σ²: at least the tolerance
         with np.errstate(all="ignore"):
-            guess = 1.0 / np.sqrt(np.log1p((mu / q) ** 2 / t))  # μ = q√(T(e^{1/σ²} − 1)) solved for σ
-        guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=1e6), 1e-3, 1e6)
-        hi, lo, found = _bracket(ok_rows, guess, factor=1.25, lowest=1e-3, highest=2e6)
-    else:
-        hi, found = expand_until(ok, np.full(q.shape, 0.5), factor=2.0, max_steps=22, want=True)
-        lo = np.full(q.shape, 1e-3)
-    lo_ok = ok(lo)
-    # Rows already settled at the lowest σ need no bisection (each evaluation is a PLD run).
-    good, _ = bisect_predicate(ok, ok=np.where(lo_ok, lo, hi), bad=lo, rtol=rtol, geometric=True, pred_rows=ok_rows)
-    good = np.where(lo_ok, lo, good)
-    eps = _checked_eps(accountant, q, good, t, d, sampling)
-    return Solution(good, eps, found & (eps <= target))
+            jump = 0.5 * np.log(np.clip(tgt / e, 1.0, 4.0))
+        return x + np.maximum(np.nan_to_num(jump, nan=tol), tol)
+
+    def mid(a, b):
+        return 0.5 * (a + b)
+
+    def narrow(a, b):
+        return np.abs(b - a) <= tol
+
+    ok, e_ok, m_ok, bad, e_bad, status = _solve(
+        ev_search, ev_final, target, -np.log(guess), lo, hi, step, probe, mid, narrow
+    )
+    with np.errstate(over="ignore"):
+        value = np.exp(-ok)
+        nxt = np.exp(-bad)
+    return Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok)
 
 
 def solve_steps(
-    rate, sigma, delta, target_epsilon, accountant: str = "rdp", *, max_steps: float = 1e9, sampling: str = "poisson"
+    rate,
+    sigma,
+    delta,
+    target_epsilon,
+    accountant: str = "rdp",
+    *,
+    max_steps: float = MAX_STEPS,
+    sampling: str = "poisson",
 ):
-    """Largest whole number of steps T with ε <= target (0 if even one step is over).
+    """Largest whole number of steps T (at most ``max_steps``, 1e9) whose ε is at most the target.
 
-    With the PLD accountant the search starts at the GDP central-limit T (a
-    guess only) and brackets the answer by factors of 1.25, each point
-    checked by the PLD upper bound.
+    Starts at the GDP central-limit T (a guess only), steps by growing factors until the target is
+    bracketed, and bisects to one step; re-checked with the reported bound on both sides: T meets
+    the target and T + 1 misses it — ``found``. Otherwise ``status``: ``none`` (even one step is
+    over; value 0), ``range-end`` (``max_steps`` meets it), ``edge`` (T + 1 cannot be accounted).
     """
     _check_sampling(sampling)
+    _check_accountant(accountant)
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
-    q, s, d, target = (a.ravel() for a in np.broadcast_arrays(q, s, d, target))
+    q, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, s, d, target))
+    search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
-    def eps_rows(i, tt):
-        return _search_eps(accountant, q[i], s[i], np.maximum(np.floor(tt), 1.0), d[i], sampling)
+    def ev_search(rows, x):
+        return search(q[rows], s[rows], x, d[rows])
 
-    def ok(tt):
-        return eps_rows(slice(None), tt) <= target
+    def ev_final(rows, x, known, known_m):
+        return final(q[rows], s[rows], x, d[rows], known, known_m)
 
-    one_ok = ok(np.ones_like(q))
-    if accountant == "pld":
-        mu = _clt_guess_mu(target, d)
-        with np.errstate(all="ignore"):
-            guess = np.floor((mu / q) ** 2 / np.expm1(1.0 / (s * s)))  # μ = q√(T(e^{1/σ²} − 1)) solved for T
-        guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=max_steps), 1.0, max_steps)
-
-        # Larger T is worse, so "ok" for the bracket means *over* the target (it holds for large T).
-        def over_rows(i, tt):
-            return eps_rows(i, tt) > target[i]
-
-        top, base, found = _bracket(over_rows, guess, factor=1.25, lowest=1.0, highest=float(max_steps))
-        base = np.maximum(np.floor(base), 1.0)
-        top_ok = ~found  # nothing up to max_steps is over: max_steps itself was checked ok
-    else:
-        base = np.ones_like(q)
-        top = np.full(q.shape, float(max_steps))
-        top_ok = ok(top)
-
-    def ok_rows(i, tt):
-        return eps_rows(i, tt) <= target[i]
-
-    # Rows settled already (at max_steps, or over at one step) need no bisection.
-    settled = top_ok | ~one_ok
-    # To a step, or (PLD) to 1e-4 of T: the last digits of a count in the millions are not worth a PLD run each.
-    good, _ = bisect_predicate(
-        ok,
-        ok=np.where(settled, top, base),
-        bad=top,
-        atol=0.5,
-        rtol=1e-4 if accountant == "pld" else 0.0,
-        max_iter=80,
-        pred_rows=ok_rows,
+    mu = _clt_guess_mu(target, d)
+    with np.errstate(all="ignore"):
+        guess = np.floor((mu / q) ** 2 / np.expm1(1.0 / (s * s)))  # μ = q√(T(e^{1/σ²} − 1)) solved for T
+    guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=max_steps), 1.0, max_steps)
+    lo, hi = np.ones(q.shape), np.full(q.shape, float(np.floor(max_steps)))
+    step = _int_step(1.25)
+    rtol = STEPS_RTOL[accountant]
+    ok, e_ok, m_ok, bad, e_bad, status = _solve(
+        ev_search, ev_final, target, guess, lo, hi, step, _int_probe, _int_mid, _int_narrow(rtol)
     )
-    good = np.floor(good)
-    good = np.where(top_ok, top, good)
-    eps = _checked_eps(accountant, q, s, np.maximum(good, 1.0), d, sampling)
-    good = np.where(one_ok, good, 0.0)
-    return Solution(good, np.where(one_ok, eps, np.nan), one_ok & (eps <= target))
+    value = np.where(np.isfinite(ok), ok, 0.0)
+    return Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok)
 
 
 def solve_batch_size(
     dataset_size, epochs, sigma, delta, target_epsilon, accountant: str = "rdp", *, sampling: str = "poisson"
 ):
-    """Largest batch size B (expected under Poisson sampling, exact without replacement) with ε <= target.
+    """Largest batch size B in [1, N] (expected under Poisson sampling, exact without replacement),
+    with T = ⌈E·N/B⌉ steps, whose ε is at most the target.
 
-    ε is not guaranteed monotone in B; the search keeps only checked
-    points, so the answer always meets the target even if a larger
-    feasible B exists past a non-monotone stretch.
+    Bracketed from a central-limit guess by growing factors and bisected to one record; re-checked
+    with the reported bound on both sides: B meets the target and B + 1 misses it — ``found``. B = N
+    meeting it is the optimum too (``status`` range-end: a batch cannot exceed N). ε need not be
+    monotone in B; the answer is a checked point either way, and B + 1 is checked.
     """
     _check_sampling(sampling)
+    _check_accountant(accountant)
     n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
     e = checked("epochs", epochs, low=0)
     s = checked("noise_multiplier", sigma, low=0)
     d = checked("delta", delta, low=0, high=1)
     target = checked("target_epsilon", target_epsilon, low=0)
-    n, e, s, d, target = (a.ravel() for a in np.broadcast_arrays(n, e, s, d, target))
+    n, e, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(n, e, s, d, target))
+    search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
-    def eps_for(b, full=False):
-        b = np.clip(np.floor(b), 1.0, n)
-        t = np.ceil(e * n / b - 1e-9)
-        if full:
-            return _checked_eps(accountant, b / n, s, np.maximum(t, 1.0), d, sampling)
-        return _search_eps(accountant, b / n, s, np.maximum(t, 1.0), d, sampling)
+    def steps_of(rows, b):
+        return np.maximum(np.ceil(e[rows] * n[rows] / b - 1e-9), 1.0)
 
-    def ok(b):
-        return eps_for(b) <= target
+    def ev_search(rows, b):
+        return search(b / n[rows], s[rows], steps_of(rows, b), d[rows])
 
-    one_ok = ok(np.ones_like(n))
-    all_ok = ok(n)
-    good, _ = bisect_predicate(ok, ok=np.ones_like(n), bad=n, atol=0.5, rtol=0.0, max_iter=80)
-    good = np.where(all_ok, n, np.floor(good))
-    eps = eps_for(good, full=True)
-    good = np.where(one_ok, good, 0.0)
-    if not np.isfinite(eps).all():
-        raise ValidationError("batch_size", float(good[~np.isfinite(eps)][0]), "a size with a finite ε")
-    return Solution(good, eps, one_ok & (eps <= target))
+    def ev_final(rows, b, known, known_m):
+        return final(b / n[rows], s[rows], steps_of(rows, b), d[rows], known, known_m)
+
+    mu = _clt_guess_mu(target, d)
+    with np.errstate(all="ignore"):
+        guess = np.floor(mu * mu * n / (np.maximum(e, 1e-300) * np.expm1(1.0 / (s * s))))  # μ² = B·E·(e^{1/σ²}−1)/N
+    guess = np.clip(np.nan_to_num(guess, nan=1.0, posinf=1.0), 1.0, n)
+    ok, e_ok, m_ok, bad, e_bad, status = _solve(
+        ev_search,
+        ev_final,
+        target,
+        guess,
+        np.ones(n.shape),
+        n.copy(),
+        _int_step(1.25),
+        _int_probe,
+        _int_mid,
+        _int_narrow(),
+    )
+    value = np.where(np.isfinite(ok), ok, 0.0)
+    return Solution(value, e_ok, (status == OPTIMAL) | (status == RANGE_END), status, bad, e_bad, m_ok)

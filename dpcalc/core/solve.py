@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["bisect_predicate", "expand_until"]
+__all__ = ["bisect_predicate", "expand_until", "walk_and_bisect"]
 
 Predicate = Callable[[np.ndarray], np.ndarray]
 
@@ -99,3 +99,68 @@ def bisect_predicate(
         ok = np.where(active & good, mid, ok)
         bad = np.where(active & ~good, mid, bad)
     return ok, bad
+
+
+def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=None):
+    """Per row, the largest x in [lo, hi] where ``ev`` meets the target — ``ev`` grows with x.
+
+    ``ev(rows, x)`` → (value, tag) at x for those rows (e.g. ε and the method that bounded it; NaN:
+    no answer, which counts as missing the target: a point is kept only where it was evaluated and
+    held). From x0, steps of growing size (``step(x, k, ±1, rows)``, k = 0, 1, …) up while the target
+    is met, down while it is not, until a met point ``ok`` and a missed point ``bad`` above it are
+    found or the range ends; then bisection (``mid``) until ``narrow(ok, bad)``.
+
+    ``bad0`` = (x, value, tag, value at x0, tag at x0), where x is finite: a point above x0 known to
+    miss the target, x0 known to meet it — such a row goes straight to bisection. ``at_x0``:
+    (values, tags) at x0 if already evaluated. Returns ok (NaN: not met even at lo), bad (NaN: met
+    at hi), and the values and tags at both.
+    """
+    n = x0.size
+    ok, bad = np.full(n, np.nan), np.full(n, np.nan)
+    e_ok, e_bad = np.full(n, np.nan), np.full(n, np.nan)
+    m_ok, m_bad = np.full(n, None, dtype=object), np.full(n, None, dtype=object)
+
+    def put(rows, x, e, m, good):
+        g, b = rows[good], rows[~good]
+        ok[g], e_ok[g], m_ok[g] = x[good], e[good], m[good]
+        bad[b], e_bad[b], m_bad[b] = x[~good], e[~good], m[~good]
+
+    rows = np.arange(n)
+    known = np.zeros(n, dtype=bool) if bad0 is None else np.isfinite(bad0[0])
+    if known.any():
+        kr = rows[known]
+        ok[kr], e_ok[kr], m_ok[kr] = x0[kr], bad0[3][kr], bad0[4][kr]
+        bad[kr], e_bad[kr], m_bad[kr] = bad0[0][kr], bad0[1][kr], bad0[2][kr]
+    rows = rows[~known]
+    e, m = ev(rows, x0[rows]) if at_x0 is None else (at_x0[0][rows], at_x0[1][rows])
+    good = e <= target[rows]
+    put(rows, x0[rows], e, m, good)
+    for direction, todo in ((1, rows[good]), (-1, rows[~good])):
+        x = x0.copy()
+        k = 0
+        while todo.size:
+            end = hi[todo] if direction > 0 else lo[todo]
+            todo = todo[x[todo] != end]  # at the end of the range: met at hi, or not met at lo
+            if not todo.size:
+                break
+            nxt = step(x[todo], k, direction, todo)
+            nxt = np.minimum(nxt, hi[todo]) if direction > 0 else np.maximum(nxt, lo[todo])
+            e, m = ev(todo, nxt)
+            good = e <= target[todo]
+            put(todo, nxt, e, m, good)
+            x[todo] = nxt
+            todo = todo[good] if direction > 0 else todo[~good]
+            k += 1
+    for _ in range(200):
+        act = np.flatnonzero(np.isfinite(ok) & np.isfinite(bad))
+        act = act[~narrow(ok[act], bad[act])]
+        if not act.size:
+            break
+        x = mid(ok[act], bad[act])
+        inside = (x != ok[act]) & (x != bad[act])
+        act, x = act[inside], x[inside]
+        if not act.size:
+            break
+        e, m = ev(act, x)
+        put(act, x, e, m, e <= target[act])
+    return ok, bad, e_ok, e_bad, m_ok, m_bad

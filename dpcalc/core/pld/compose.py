@@ -25,6 +25,7 @@ __all__ = [
     "parts_log_mgf",
     "spread",
     "choose_tilt",
+    "choose_tilts",
     "int_power",
     "compose",
     "MAX_GRID",
@@ -125,6 +126,16 @@ def log_mgf(d: Discrete, t: np.ndarray, with_mean: bool = False):
     mostly zero, by a log-sum-exp over the nonzero masses (:func:`_log_mgf_direct`).
     """
     t = np.asarray(t, float)
+    key = ("mgf", t.shape, t.tobytes(), with_mean)
+    cached = d._blocks.get(key)  # the same step at the same tilts: each composition asks a few times
+    if cached is not None:
+        return (cached[0].copy(), cached[1].copy()) if with_mean else cached.copy()
+    res = _log_mgf(d, t, with_mean)
+    d._blocks[key] = (res[0].copy(), res[1].copy()) if with_mean else res.copy()
+    return res
+
+
+def _log_mgf(d: Discrete, t: np.ndarray, with_mean: bool):
     flat = np.atleast_1d(t).ravel()
     out = np.full(flat.shape, -np.inf)
     mean = np.full(flat.shape, np.nan)
@@ -170,14 +181,18 @@ def spread(parts: list[tuple[Discrete, int]]) -> float:
     """Standard deviation of the composed loss (finite parts, normalised): the scale of tilts and windows."""
     var = 0.0
     for d, t in parts:
-        pos = d.nonzero_index()
-        p = d.p[pos]
-        mass = float(p.sum())
-        if mass <= 0:
-            continue
-        ell = (d.k0 + pos + d.c) * d.h
-        mean = float(np.dot(ell, p)) / mass
-        var += t * float(np.dot((ell - mean) ** 2, p)) / mass
+        v = d._blocks.get("var")
+        if v is None:
+            pos = d.nonzero_index()
+            p = d.p[pos]
+            mass = float(p.sum())
+            if mass <= 0:
+                v = d._blocks["var"] = 0.0
+                continue
+            ell = (d.k0 + pos + d.c) * d.h
+            mean = float(np.dot(ell, p)) / mass
+            v = d._blocks["var"] = float(np.dot((ell - mean) ** 2, p)) / mass
+        var += t * v
     h = parts[0][0].h
     return float(max(np.sqrt(var), h))
 
@@ -199,19 +214,31 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     Only accuracy and the window's size depend on this choice: every
     allowance is computed for the λ and window used.
     """
+    lam, rest = choose_tilts(parts, np.array([log_delta]), None if guess is None else np.array([guess]))
+    return float(lam[0]), float(rest[0])
+
+
+def choose_tilts(parts: list[tuple[Discrete, int]], log_delta, guess=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`choose_tilt` for many levels δ at once (``guess``: None or one per δ, NaN for none): one
+    log-MGF evaluation shared by all. Raises FloatingPointError where no tilt has a finite log-MGF (a
+    loss distribution beyond what floating point represents)."""
+    log_delta = np.atleast_1d(np.asarray(log_delta, float))
     s = spread(parts)
     ts = 2.0 ** (_TILT_STEPS / 2.0) / s
     total, centre = parts_log_mgf(parts, ts, with_mean=True)
     ok = np.isfinite(total)
-    if guess is None:
-        with np.errstate(invalid="ignore"):
-            x = np.where(ok, (total - log_delta) / ts, np.inf)
-        eps_g = max(float(np.min(x)), 0.0)
-    else:
-        eps_g = max(float(guess), 0.0)
-    below = np.flatnonzero(ok & np.isfinite(centre) & (centre <= eps_g))
-    i = int(below[-1]) if below.size else int(np.flatnonzero(ok)[0])
-    return float(ts[i]), float(total[i] - ts[i] * eps_g)
+    if not ok.any():
+        raise FloatingPointError("no exponential tilt of the composition has a finite log-MGF")
+    with np.errstate(invalid="ignore"):
+        x = np.where(ok[None, :], (total[None, :] - log_delta[:, None]) / ts[None, :], np.inf)
+    eps_g = np.maximum(np.min(x, axis=1), 0.0)
+    if guess is not None:
+        g = np.broadcast_to(np.asarray(guess, float), log_delta.shape)
+        eps_g = np.where(np.isnan(g), eps_g, np.maximum(g, 0.0))
+    below = (ok & np.isfinite(centre))[None, :] & (centre[None, :] <= eps_g[:, None])
+    last = ts.size - 1 - np.argmax(below[:, ::-1], axis=1)
+    i = np.where(below.any(axis=1), last, int(np.flatnonzero(ok)[0]))
+    return ts[i], total[i] - ts[i] * eps_g
 
 
 def int_power(z: np.ndarray, t: int) -> np.ndarray:

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import discretise as D
-from .compose import MAX_GRID, Composed, choose_tilt, compose, parts_log_mgf, spread
+from .compose import MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import lower_shift
-from .query import Reader, delta_at, epsilon_at
+from .query import MANY, Reader, delta_at, epsilon_at
 
 __all__ = ["MIN_DELTA", "UPPER_H", "REL_WIDTH", "ABS_WIDTH", "Answer", "Interval", "epsilon", "delta_interval"]
 
@@ -126,6 +126,8 @@ def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
     δ + η for ε' >= −s)."""
     eta = LOWER_ETA * dl
     s_ = np.array([lower_shift(cp.move_mean, cp.move_var, cp.move_b, float(e)) for e in eta])
+    if dl.size > MANY:  # one read for all δ, each from its own floor (see query.epsilon_at)
+        return epsilon_at(cp, np.where(s_ > 0, dl + eta, dl), -1.0, floor=-s_, reader=reader) + s_
     eps = np.zeros(dl.shape)
     for v in np.unique(s_):
         sel = s_ == v
@@ -168,9 +170,8 @@ def _eps_dirs(
     width = float(stats.get("width", 0.0)) if stats is not None else 0.0
     for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
-        gs = [None] * delta.size if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
-        chosen = [choose_tilt(parts, float(np.log(dl)), g_) for dl, g_ in zip(delta, gs)]
-        tilts = np.array([lam for lam, _ in chosen])
+        gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
+        tilts = choose_tilts(parts, np.log(delta), gs)[0]
         for lam in np.unique(tilts):
             sel = tilts == lam
             dl = delta[sel]

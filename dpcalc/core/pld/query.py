@@ -29,7 +29,7 @@ import numpy as np
 
 from .compose import Composed
 
-__all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at"]
+__all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at", "MANY"]
 
 _U = float(np.finfo(float).eps)
 
@@ -144,6 +144,7 @@ class Reader:
             while first > 0 and self.loss(first - 1) > cp.read_from:
                 first -= 1
         self.first = first
+        self._all: tuple | None = None  # every A_i and B_i, once a read needs most of them
 
     def loss(self, i):
         cp = self.cp
@@ -163,17 +164,24 @@ class Reader:
             i = i + up - down
         return i
 
-    def log_delta(self, i: np.ndarray, eps: np.ndarray, sign: float) -> np.ndarray:
+    def log_delta(self, i: np.ndarray, eps: np.ndarray, sign: float, whole: bool = False) -> np.ndarray:
         """log of the upper (sign +1) or lower (−1) δ-curve at ε, given i = index_after(ε); sign 0:
-        the value without allowances (not a bound; monotone, for searches)."""
+        the value without allowances (not a bound; monotone, for searches). ``whole``: the suffix sums
+        are taken from every grid point at once (:meth:`GeomSuffix.all`, for reads at most points)."""
         cp = self.cp
         i = np.asarray(i, dtype=np.int64)
         eps = np.asarray(eps, float)
         inside = i < self.n
         j = np.minimum(i, max(self.n - 1, 0))
         ell_i = np.where(inside, self.loss(j), self.top + cp.h)
-        A = np.where(inside, self.A[j], 0.0)
-        B = np.where(inside, self.B[j], 0.0)
+        if whole:
+            if self._all is None:
+                self._all = (self.A.all(), self.B.all())
+            A = np.where(inside, self._all[0][j], 0.0)
+            B = np.where(inside, self._all[1][j], 0.0)
+        else:
+            A = np.where(inside, self.A[j], 0.0)
+            B = np.where(inside, self.B[j], 0.0)
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             x = np.exp(np.minimum(eps - ell_i, 0.0))
             core = np.maximum(A - x * B, 0.0)
@@ -239,6 +247,36 @@ class Reader:
         return float(e) if np.isfinite(e) and lo_e <= e <= ell_i else float("nan")
 
 
+def _segment_solve_many(r: Reader, i: np.ndarray, log_target: np.ndarray, sign: float) -> np.ndarray:
+    """:meth:`Reader.segment_solve` for many (segment, target) pairs at once (nan where it has none)."""
+    cp = r.cp
+    i = np.asarray(i, dtype=np.int64)
+    out = np.full(i.shape, np.nan)
+    ok = (i < r.n) & (i >= 1)
+    if not ok.any():
+        return out
+    ii = i[ok]
+    lt = np.asarray(log_target, float)[ok]
+    lo_e = r.loss(ii - 1)
+    ell_i = r.loss(ii)
+    A, B = r.A[ii], r.B[ii]
+    with np.errstate(all="ignore"):
+        x0 = np.exp(lo_e - ell_i)
+        reach = np.minimum(lo_e, r.top)
+        wrap = cp.tilted_wrap * np.exp(cp.lam * (ell_i - reach))
+        allow = cp.roundoff * r.rr + r.rho * (A + x0 * B) + wrap
+        log_scale = cp.g - cp.lam * ell_i
+        rel = cp.g_rel + _U * (np.abs(log_scale) + 4.0)
+        extra = cp.p_inf + cp.alias if sign > 0 else max(cp.p_inf - cp.alias, 0.0)
+        target = (np.exp(lt) - extra) * np.exp(-log_scale)
+        core_t = target / (1.0 + rel) - allow if sign > 0 else (target + allow) / (1.0 - rel)
+        fine = (B > 0) & (A > core_t) & np.isfinite(core_t)
+        e = ell_i + np.log((A - core_t) / B)
+    e = np.where(fine & np.isfinite(e) & (lo_e <= e) & (e <= ell_i), e, np.nan)
+    out[ok] = e
+    return out
+
+
 def _first_at_most(reader: Reader, log_target: float, sign: float, lo: int, hi: int) -> int:
     """The first grid point j in [lo, hi) (ε = ℓ_{j−1}, suffix j) where the curve is at most the
     target, assuming it is non-increasing (hi if none); every answer is re-checked by the caller."""
@@ -267,13 +305,27 @@ def _first_at_most(reader: Reader, log_target: float, sign: float, lo: int, hi: 
     return b
 
 
-def epsilon_at(cp: Composed, delta, sign: float, floor: float = 0.0, reader: Reader | None = None) -> np.ndarray:
+#: Above this many levels δ in one read, the curves are evaluated at every grid point once and each δ
+#: is answered from them (:func:`_epsilon_at_many`); below it, by a search per δ.
+MANY = 16
+
+
+def epsilon_at(cp: Composed, delta, sign: float, floor=0.0, reader: Reader | None = None) -> np.ndarray:
     """ε bounds at each δ: for sign +1 the smallest checked ε >= ``floor`` where the upper δ-curve is
     at most δ (+inf if none in the window); for −1 the largest checked ε where the lower δ-curve is
     above δ (``floor`` if there is none above it — or −inf, no claim, when the window was cut above
-    ``floor``)."""
+    ``floor``). ``floor`` is one number or one per δ."""
     r = reader or Reader(cp)
     delta = np.atleast_1d(np.asarray(delta, float))
+    if delta.size > MANY:
+        return _epsilon_at_many(cp, delta, sign, np.broadcast_to(np.asarray(floor, float), delta.shape), r)
+    if np.ndim(floor) > 0:
+        floors = np.broadcast_to(np.asarray(floor, float), delta.shape)
+        out = np.empty(delta.shape)
+        for v in np.unique(floors):
+            sel = floors == v
+            out[sel] = epsilon_at(cp, delta[sel], sign, float(v), r)
+        return out
     out = np.empty(delta.shape)
     no_claim = floor
     if cp.read_from > floor:
@@ -336,6 +388,92 @@ def epsilon_at(cp: Composed, delta, sign: float, floor: float = 0.0, reader: Rea
                 if e > best and at(e)[0] > lt:
                     best = e
             out[k] = best
+    return out
+
+
+def _epsilon_at_many(cp: Composed, delta: np.ndarray, sign: float, floor: np.ndarray, r: Reader) -> np.ndarray:
+    """:func:`epsilon_at` for many δ: the curve at every grid point above the lowest floor, once; for
+    each δ the first point where the upper curve is at most δ (sign +1), or the last point before the
+    curve without allowances reaches δ where the lower curve is above it (−1); then the segment solve
+    and its check, as in the search per δ. Every answer is evaluated where it is returned."""
+    n = r.n
+    lt = np.log(delta)
+    floor = np.array(floor, float)
+    no_claim = floor.copy()
+    cut = cp.read_from > floor
+    floor[cut] = cp.read_from
+    no_claim[cut] = -np.inf
+    i_floor = r.index_after(floor)
+    lo_j = np.maximum(np.maximum(i_floor + 1, r.first + 1), 1)
+    lo0 = int(lo_j.min())
+    js = np.arange(lo0, n + 1, dtype=np.int64)  # grid points ε = ℓ_{j−1}; j = n is past the grid
+
+    def at(eps):
+        eps = np.asarray(eps, float)
+        return r.log_delta(r.index_after(eps), eps, sign)
+
+    def curve(s_):
+        return r.log_delta(js, r.loss(js - 1), s_, whole=True) if js.size else np.zeros(0)
+
+    def first_at_most(v):
+        """Per δ, the first j >= lo_j with v(j) <= log δ (n + 1 if none)."""
+        if v.size == 0:
+            return np.full(delta.shape, n + 1, dtype=np.int64)
+        m = np.minimum.accumulate(v)
+        j = lo0 + np.searchsorted(-m, -lt, side="left")
+        for k in np.flatnonzero(j < lo_j):  # met before this δ's floor: look from the floor on
+            hit = np.flatnonzero(v[lo_j[k] - lo0 :] <= lt[k])
+            j[k] = lo_j[k] + hit[0] if hit.size else n + 1
+        return j
+
+    out = np.empty(delta.shape)
+    if sign > 0:
+        j = first_at_most(curve(1.0))
+        beyond = j > n
+        jj = np.minimum(j, n)
+        e_grid = r.loss(jj - 1)
+        e = _segment_solve_many(r, jj - 1, lt, sign)
+        fin = np.isfinite(e) & ~beyond
+        with np.errstate(invalid="ignore"):
+            e = np.maximum(np.nextafter(e + 4 * _U * (np.abs(e) + cp.h), np.inf), floor)
+        good = fin & (e < e_grid)
+        idx = np.flatnonzero(good)
+        if idx.size:
+            good[idx] = at(e[idx]) <= lt[idx]
+        out = np.where(good, e, e_grid)
+        if beyond.any():
+            past = float(r.top + cp.h)
+            out[beyond] = np.where(at(np.full(int(beyond.sum()), past)) > lt[beyond], np.inf, past)
+        at_floor = at(floor) <= lt
+        out[at_floor] = floor[at_floor]
+        return out
+    j = first_at_most(curve(0.0))
+    low = curve(-1.0)
+    j_last = np.full(delta.shape, -1, dtype=np.int64)
+    for k in range(delta.size):
+        end, start = int(j[k]), int(lo_j[k])
+        while end > start:
+            a = max(end - 256, start)
+            over = np.flatnonzero(low[a - lo0 : end - lo0] > lt[k])
+            if over.size:
+                j_last[k] = a + int(over[-1])
+                break
+            end = a
+    none = j_last < 0
+    best = np.where(none, floor, r.loss(np.maximum(j_last, 1) - 1))
+    seg = np.where(j_last >= lo_j, j_last, i_floor)
+    e = _segment_solve_many(r, seg, lt, sign)
+    with np.errstate(invalid="ignore"):
+        e = np.nextafter(e - 4 * _U * (np.abs(e) + cp.h), -np.inf)
+        good = np.isfinite(e) & (e > best)
+    idx = np.flatnonzero(good)
+    if idx.size:
+        good[idx] = at(e[idx]) > lt[idx]
+    out = np.where(good, e, best)
+    if none.any():
+        claim_none = none.copy()
+        claim_none[none] = at(floor[none]) <= lt[none]
+        out[claim_none] = no_claim[claim_none]
     return out
 
 

@@ -1,0 +1,86 @@
+"""Wall time and peak memory of the largest requests dpcalc accepts (issue 16).
+
+Each case runs in a fresh process with a timeout; peak RSS is the child's
+ru_maxrss (resource.getrusage(RUSAGE_CHILDREN) taken around each run, which
+reports the largest child so far, so each case runs in its own wrapper
+process). Output: one line per case with seconds, peak RSS in MiB and the
+exit code ("timeout" past the limit).
+
+Run: python benchmarks/scale.py [--timeout SECONDS] [--only SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+
+MNIST = "--dataset-size 60000 --batch-size 256 --delta 1e-5"
+
+#: (name, dpcalc arguments). Sizes at the limits the CLI states.
+CASES = [
+    ("plan-sgd --per-epoch, 1,000 epochs (pld)", f"plan-sgd {MNIST} --epochs 1000 --noise-multiplier 1.1 --per-epoch"),
+    (
+        "plan-sgd --per-epoch, 10,000 epochs (pld)",
+        f"plan-sgd {MNIST} --epochs 10000 --noise-multiplier 1.1 --per-epoch",
+    ),
+    (
+        "plan-sgd --per-epoch, 10,000 epochs (rdp)",
+        f"plan-sgd {MNIST} --epochs 10000 --noise-multiplier 1.1 --per-epoch --accountant rdp",
+    ),
+    (
+        "plan-sgd δ grid of 10,000 points (pld)",
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 "
+        "--delta 1e-12:1e-3:10000:log",
+    ),
+    ("plan-sgd --target-epsilon 1000 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1000"),
+    ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
+    ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),
+    (
+        "plan-sgd --target-epsilon 3 (solve batch size, pld)",
+        "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --delta 1e-5 --target-epsilon 3",
+    ),
+    ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
+    ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
+    ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),
+]
+
+#: Runs one command and prints its wall time, peak RSS (KiB) and exit code as JSON (the wrapper
+#: process, so that ru_maxrss of its children is this command's alone).
+_WRAPPER = """
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+try:
+    rc = subprocess.run(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        timeout=float(sys.argv[1])).returncode
+except subprocess.TimeoutExpired:
+    rc = "timeout"
+dt = time.perf_counter() - t
+print(json.dumps([dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc]))
+"""
+
+
+def run(args: str, timeout: float) -> tuple[float, float, object]:
+    cmd = [sys.executable, "-c", _WRAPPER, str(timeout), sys.executable, "-m", "dpcalc", *args.split()]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60)
+    dt, kib, rc = json.loads(out.stdout.strip().splitlines()[-1])
+    return dt, kib / 1024.0, rc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per case (default 300)")
+    ap.add_argument("--only", default="", help="run only the cases whose name contains this")
+    a = ap.parse_args()
+    print(f"{'case':<58} {'seconds':>9} {'peak MiB':>9} {'exit':>8}", flush=True)
+    for name, args in CASES:
+        if a.only not in name:
+            continue
+        dt, mib, rc = run(args, a.timeout)
+        shown = f">{a.timeout:.0f}" if rc == "timeout" else f"{dt:.1f}"
+        print(f"{name:<58} {shown:>9} {mib:9.0f} {rc!s:>8}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
