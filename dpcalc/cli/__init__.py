@@ -30,8 +30,8 @@ COMMANDS = {
 
 
 def _one_line(text: str) -> str:
-    """One line of text for stderr: whitespace runs collapsed, control characters replaced (see render.clean)."""
-    from dpcalc.render import clean
+    """One line of text for stderr: whitespace runs collapsed, control characters replaced (see textio.clean)."""
+    from dpcalc.textio import clean
 
     return clean(" ".join(text.split()))
 
@@ -66,7 +66,7 @@ def _restore_sigint(previous) -> None:
 
 def _say(text: str) -> None:
     """One line on stderr; if stderr itself cannot be written, the exit status is all that is left."""
-    from dpcalc.render import OutputError
+    from dpcalc.textio import OutputError
 
     try:
         click.echo(text, err=True)
@@ -119,10 +119,10 @@ class DpcalcGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         """Run a command and return (or exit with) its status; see :class:`dpcalc.exitcodes.ExitCode`.
 
-        stdout and stderr are wrapped in :class:`dpcalc.render.GuardedStream` while the command runs, so a write
+        stdout and stderr are wrapped in :class:`dpcalc.textio.GuardedStream` while the command runs, so a write
         fault anywhere (buffered output included: stdout is flushed here) ends as one ``Error:`` line and a status.
         """
-        from dpcalc.render import GuardedStream, OutputError
+        from dpcalc.textio import GuardedStream, OutputError
 
         originals = {"stdout": sys.stdout, "stderr": sys.stderr}
         sys.stdout = GuardedStream("stdout", originals["stdout"])
@@ -151,7 +151,7 @@ class DpcalcGroup(click.Group):
     def _run(self, args, prog_name, complete_var, **extra) -> int:
         from dpcalc.core.errors import ValidationError
         from dpcalc.model import UnrepresentableResult
-        from dpcalc.render import OutputError
+        from dpcalc.textio import OutputError
 
         try:
             with warnings.catch_warnings():

@@ -477,34 +477,15 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
         if target not in (None, "dp"):
             raise click.UsageError(f"--to {target} is not available for a {kind}; it converts to (ε, δ).")
 
+    # What a Gaussian mechanism or a μ-GDP object is read at (the same options for both).
+    curve = dict(delta=delta, epsilon=epsilon, target=target or "dp", alpha=alpha, fpr=fpr, fmt=fmt, as_json=as_json)
     with c.collecting() as results:
         for obj, where in read_objects(source):
             with c.attributed(where):
                 if isinstance(obj, Gaussian):
-                    ctx.invoke(
-                        gaussian,
-                        sigma=(obj.sigma,),
-                        sensitivity=(obj.sensitivity,),
-                        delta=delta,
-                        epsilon=epsilon,
-                        target=target or "dp",
-                        alpha=alpha,
-                        fpr=fpr,
-                        fmt=fmt,
-                        as_json=as_json,
-                    )
+                    ctx.invoke(gaussian, sigma=(obj.sigma,), sensitivity=(obj.sensitivity,), **curve)
                 elif isinstance(obj, GDP):
-                    ctx.invoke(
-                        gdp,
-                        mu=(obj.mu,),
-                        delta=delta,
-                        epsilon=epsilon,
-                        target=target or "dp",
-                        alpha=alpha,
-                        fpr=fpr,
-                        fmt=fmt,
-                        as_json=as_json,
-                    )
+                    ctx.invoke(gdp, mu=(obj.mu,), **curve)
                 elif isinstance(obj, (DP, Laplace)):
                     e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
                     to = target or ("gdp" if d > 0 else "zcdp")

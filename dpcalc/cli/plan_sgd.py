@@ -447,9 +447,12 @@ def _inverse(v: dict) -> int:
 
     poisson = sampling == "poisson"
 
-    def solve_by(engine):
+    def accountant(engine):
         # The default answer is the smallest sound one: PLD's, or RDP's where that is smaller (as forward).
-        acc = "best" if engine == "pld" and engines == ["pld"] and poisson else engine
+        return "best" if engine == "pld" and engines == ["pld"] and poisson else engine
+
+    def solve_by(engine):
+        acc = accountant(engine)
         if solve == "noise-multiplier":
             return sgd.solve_sigma(q, t, m["delta"], m["target"], acc, sampling=sampling)
         if solve == "epochs":
@@ -464,7 +467,7 @@ def _inverse(v: dict) -> int:
     rows = []
     for e in engines:
         sol = solve_by(e)
-        who = "neither pld nor rdp" if e == "pld" and engines == ["pld"] and poisson else e
+        who = "neither pld nor rdp" if accountant(e) == "best" else e
         for i in range(n):
             found = bool(sol.found[i])
             status = str(sol.status[i])
@@ -550,18 +553,11 @@ def _inverse(v: dict) -> int:
             rows.append(row)
     tol = {
         "noise-multiplier": "σ is the smallest noise multiplier to a relative "
-        + ", ".join(
-            f"{sgd.SIGMA_RTOL['best' if x == 'pld' and engines == ['pld'] and poisson else x]:g} ({x})" for x in engines
-        )
+        + ", ".join(f"{sgd.SIGMA_RTOL[accountant(x)]:g} ({x})" for x in engines)
         + ": σ/(1 + that) or a σ between was evaluated and misses the target (checked_next, epsilon_next in JSON)",
         "epochs": "T is the largest number of steps to within "
         + ", ".join(
-            (
-                "one step"
-                if sgd.STEPS_RTOL["best" if x == "pld" and engines == ["pld"] and poisson else x] == 0
-                else f"max(1, {sgd.STEPS_RTOL['best' if x == 'pld' and engines == ['pld'] and poisson else x]:g}·T) "
-                "steps"
-            )
+            ("one step" if sgd.STEPS_RTOL[accountant(x)] == 0 else f"max(1, {sgd.STEPS_RTOL[accountant(x)]:g}·T) steps")
             + f" ({x})"
             for x in engines
         )

@@ -64,6 +64,16 @@ class Accountant:
     epsilon: Callable[..., np.ndarray]
 
 
+def _flat(*arrays) -> tuple[np.ndarray, ...]:
+    """The cases as 1-D float arrays of one length (broadcast, then flattened)."""
+    return tuple(np.asarray(a, float).ravel() for a in np.broadcast_arrays(*arrays))
+
+
+def _blank(n: int, met: bool):
+    """Per-case results before any engine answers: no interval (NaN), method pld, ``met`` as given."""
+    return np.full(n, np.nan), np.full(n, np.nan), np.full(n, "pld", dtype=object), np.full(n, met, dtype=bool)
+
+
 def _check_sampling(sampling: str) -> None:
     if sampling not in SAMPLINGS:
         raise ValidationError("sampling", sampling, "poisson or without-replacement")
@@ -129,11 +139,9 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     from .pld import exact
 
     _check_sampling(sampling)
-    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
-    lo, up = np.full(n, np.nan), np.full(n, np.nan)
-    method = np.full(n, "pld", dtype=object)
-    met = np.ones(n, dtype=bool)
+    lo, up, method, met = _blank(n, met=True)
     full = q >= 1.0
     one = (steps == 1) & ~full
     if full.any():
@@ -217,11 +225,9 @@ def tight_curve(q, sigma, steps, delta, sampling: str = "poisson", max_points: i
     from .pld import ABS_WIDTH, REL_WIDTH
 
     _check_sampling(sampling)
-    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
-    lo, up = np.full(n, np.nan), np.full(n, np.nan)
-    method = np.full(n, "pld", dtype=object)
-    met = np.zeros(n, dtype=bool)
+    lo, up, method, met = _blank(n, met=False)
     direct = []
     groups: dict = {}
     for i in range(n):
@@ -293,7 +299,7 @@ def best(q, sigma, steps, delta, sampling: str = "poisson", curve: bool = False,
     answer, RDP alone (no lower end); without replacement there is no RDP, and such a case is NaN.
     ``curve``: the tight engine's intervals by :func:`tight_curve` (many step counts per step).
     """
-    q, sigma, steps, delta = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
+    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     t = (tight_curve if curve else tight_interval)(q, sigma, steps, delta, sampling, **kw)
     if sampling == "poisson":
         r = np.asarray(_rdp_epsilon(q, sigma, steps, delta), float)
