@@ -94,6 +94,13 @@ EXIT_STATUS = [
         "range, or says why the result cannot be computed.",
     ),
     ("3", "An internal error in dpcalc (a bug). No input is expected to cause it."),
+    (
+        "74",
+        "Output could not be written (stdout or stderr closed, a full disk, or machine output the encoding "
+        "cannot carry): one Error: line.",
+    ),
+    ("130", "Interrupted (Ctrl-C): Error: interrupted. on stderr."),
+    ("141", "stdout's reader went away (dpcalc ... | head -1): dpcalc stops quietly."),
 ]
 
 
