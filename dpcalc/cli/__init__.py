@@ -177,7 +177,8 @@ class DpcalcGroup(click.Group):
             return int(ExitCode.USAGE)
         except ValidationError as exc:
             # Raised by the core for a value outside a formula's domain.
-            _say(f"Error: {_one_line(_option_message(exc))}")
+            typed = sys.argv[1:] if args is None else list(args)
+            _say(f"Error: {_one_line(_option_message(exc, typed))}")
             return int(ExitCode.USAGE)
         except click.Abort:
             # click turns KeyboardInterrupt (SIGINT outside the main thread) and EOFError into Abort.
@@ -194,8 +195,16 @@ class DpcalcGroup(click.Group):
         return rv if isinstance(rv, int) else 0
 
 
-def _option_message(exc) -> str:
-    return f"Invalid value for '--{exc.name.replace('_', '-')}': {exc.value!r} is out of range; expected {exc.allowed}."
+def _option_message(exc, args) -> str:
+    """A core ValidationError as a message: against the option when the user typed it, else against the inputs
+    (the value was derived, e.g. μ = Δ/σ overflowing for σ = 1e-320)."""
+    option = "--" + exc.name.replace("_", "-")
+    if option in args:
+        return f"Invalid value for '{option}': {exc.value!r} is out of range; expected {exc.allowed}."
+    return (
+        f"these inputs give {exc.name} = {exc.value!r}, outside what dpcalc can compute ({exc.allowed} is needed); "
+        "use less extreme values."
+    )
 
 
 @click.group(cls=DpcalcGroup, context_settings=CONTEXT)

@@ -1,0 +1,115 @@
+"""Every error names what the user can fix (issue 16, item 8).
+
+For every option of every command, values outside its range, of the wrong
+syntax, and valid but extreme values are tried on a working invocation. Each
+either answers or fails with one ``Error:`` line, exit 2, whose every option
+name is one the user can type on that command — never an internal parameter
+('--i', '--o') or an option of another command ('--sigma' for calibrate).
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import COMMANDS, cli
+from dpcalc.cli.options import GridType, RecordType
+
+#: A working invocation of each command (the options under test are added to it or replace its own).
+BASE = {
+    "calibrate gaussian": "--epsilon 1 --delta 1e-5",
+    "calibrate laplace": "--epsilon 1",
+    "convert gaussian": "--sigma 2 --delta 1e-5",
+    "convert gdp": "--mu 1 --delta 1e-5",
+    "convert dp": "--epsilon 1 --delta 1e-5 --to gdp",
+    "convert zcdp": "--rho 0.5 --delta 1e-5",
+    "convert rdp": "--orders 2,4 --values 0.1,0.3 --delta 1e-5",
+    "compose dp": "--epsilon 1 --delta 1e-6 --times 10",
+    "compose gaussian": "--sigma 2 --times 10 --delta 1e-5",
+    "compose gdp": "--mu 0.5 --times 10 --delta 1e-5",
+    "compose zcdp": "--rho 0.1 --times 10 --delta 1e-5",
+    "compose mixed": "--gaussian 2,1,10 --delta 1e-5 --accountant rdp",
+    "amplify dp": "--epsilon 1 --delta 1e-6 --rate 0.1",
+    "amplify gaussian": "--sigma 1 --rate 0.01 --steps 10 --delta 1e-5 --accountant rdp",
+    "group dp": "--epsilon 1 --delta 1e-6 --size 2",
+    "group pure": "--epsilon 1 --size 2",
+    "group gdp": "--mu 1 --size 2",
+    "group zcdp": "--rho 1 --size 2",
+    "group gaussian": "--sigma 2 --size 2 --delta 1e-5",
+    "plan-sgd": "--dataset-size 60000 --batch-size 256 --epochs 1 --noise-multiplier 1.1 --delta 1e-5 "
+    "--accountant rdp",
+}
+#: Valid or invalid, these must never produce a message that points at the wrong option.
+EXTREME = ["5e-324", "1e-300", "1e-12", "0.999999", "1e12", "1e300", "1.7e308"]
+
+
+def _leaves():
+    root = click.Context(cli, info_name="dpcalc")
+    for name in COMMANDS:
+        cmd = cli.get_command(root, name)
+        if isinstance(cmd, click.Group):
+            for s in cmd.list_commands(root):
+                sub = cmd.get_command(root, s)
+                if not sub.hidden:
+                    yield f"{name} {s}", sub
+        else:
+            yield name, cmd
+
+
+LEAVES = dict(_leaves())
+
+
+def _bad_values(param: click.Option) -> list[str]:
+    t = param.type
+    if isinstance(t, GridType):
+        r = t.allowed
+        out = ["abc", "", "nan", "1e309", "1_0"]
+        if r.low is not None:
+            out.append(repr(r.low - 1) if not r.low_open else repr(r.low))
+        if r.high is not None:
+            out.append(repr(r.high + 1) if not r.high_open else repr(r.high))
+        if r.integer:
+            out.append("2.5")
+        return out + EXTREME
+    if isinstance(t, RecordType):
+        n = len(t.fields)
+        return ["abc", ",".join(["-1"] * n), ",".join(["1e309"] * n), ",".join(["1.7e308"] * n)]
+    if isinstance(t, click.Choice):
+        return ["bogus"]
+    return []
+
+
+def _cases():
+    for path, cmd in LEAVES.items():
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not p.is_flag and p.name not in ("fmt", "value"):
+                for v in _bad_values(p):
+                    yield path, max(p.opts, key=len), v
+
+
+CASES = list(_cases())
+
+
+def test_every_command_has_a_base_invocation():
+    assert set(LEAVES) == set(BASE)
+
+
+@pytest.mark.parametrize("path, option, value", CASES, ids=[f"{p} {o}={v}" for p, o, v in CASES])
+def test_errors_name_options_the_user_can_type(path, option, value):
+    base = BASE[path].split()
+    if option in base:  # replace the base's own value
+        i = base.index(option)
+        del base[i : i + 2]
+    args = [*path.split(), *base, option, value]
+    r = CliRunner().invoke(cli, args)
+    if r.exit_code in (0, 1):
+        return
+    assert r.exit_code == 2, (args, r.stderr, r.exception)
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, (args, r.stderr)
+    typable = {o for p in LEAVES[path].params if isinstance(p, click.Option) for o in p.opts}
+    named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", r.stderr))
+    assert named <= typable, (args, r.stderr, named - typable)
+    assert named or "these inputs" in r.stderr, (args, r.stderr)
