@@ -39,8 +39,7 @@ BASE = {
     "group gdp": "--mu 1 --size 2",
     "group zcdp": "--rho 1 --size 2",
     "group gaussian": "--sigma 2 --size 2 --delta 1e-5",
-    "plan-sgd": "--dataset-size 60000 --batch-size 256 --epochs 1 --noise-multiplier 1.1 --delta 1e-5 "
-    "--accountant rdp",
+    "plan-sgd": "--dataset-size 60000 --batch-size 256 --epochs 1 --noise-multiplier 1.1 --delta 1e-5 --accountant rdp",
 }
 #: Valid or invalid, these must never produce a message that points at the wrong option.
 EXTREME = ["5e-324", "1e-300", "1e-12", "0.999999", "1e12", "1e300", "1.7e308"]
