@@ -222,9 +222,14 @@ class GuardedStream:
         self.errors = "strict"
         self._plain = unicode_capable(self.encoding)
 
-    def write(self, text: str) -> int:
+    def write(self, text: str | bytes) -> int:
+        if isinstance(text, (bytes, bytearray)) and text:
+            # click (8.5 and later) echoes some text as bytes (the shell-completion script) and, finding no
+            # binary buffer here, writes them to this stream: take them as text in this stream's encoding.
+            # The empty write(b"") stays a TypeError: it is how click tells a text stream from a binary one.
+            text = bytes(text).decode(self.encoding, "replace")
         if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+            raise TypeError(f"write() argument must be str or bytes, not {type(text).__name__}")
         if self.inner is None:
             raise OutputError(self.name, "it is closed")
         if not self._plain:
