@@ -19,6 +19,8 @@ from dpcalc.cli.options import (
     grid_option,
     output_options,
     pld_width_option,
+    refuse_unused,
+    refuse_width_without_pld,
 )
 from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
@@ -148,12 +150,20 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
     from dpcalc.core import rdp as r
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
+    refuse_width_without_pld(accountant)
     schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
     if "without-replacement" in schemes and orders is None:
         c.check_wor_delta(delta, f"--scheme {scheme}")
     if orders is not None:
         if scheme != "poisson":
             raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")
+        refuse_unused(
+            "with --orders (it lists the per-step RDP curve: no steps, δ or engine)",
+            "steps",
+            "delta",
+            "accountant",
+            "pld_width",
+        )
         a = np.asarray(orders)
         m = c.mesh(sigma=sigma, rate=rate)
         terms = float(np.sum(np.ceil(np.unique(a)))) * m["sigma"].size

@@ -22,6 +22,7 @@ from dpcalc.cli.options import (
     output_options,
     pld_width_option,
     refuse_unused,
+    refuse_width_without_pld,
     require,
     sensitivity_option,
 )
@@ -470,6 +471,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
     from dpcalc.model import DP, Composed, Gaussian, Laplace, Subsampled
 
     require("delta", delta)
+    refuse_width_without_pld(accountant)
     if not (gaussians or subsampled or laplaces):
         raise click.UsageError("Give at least one of --gaussian, --subsampled-gaussian, --laplace.")
     d = np.asarray(delta, float)
@@ -588,6 +590,7 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
     from dpcalc.core.errors import ValidationError
     from dpcalc.model import DP, Composed, ObjectError
 
+    refuse_width_without_pld(accountant)
     if ledger is not None:
         refuse_unused(
             "with --ledger (the releases and their counts come from the ledger)", "source", "times", "delta_prime"

@@ -372,3 +372,9 @@ def refuse_unused(why: str, *names: str) -> None:
     if used:
         opts = ", ".join(f"'{_option_name(n)}'" for n in used)
         raise click.UsageError(f"Option{'s' if len(used) > 1 else ''} {opts} cannot be used {why}.")
+
+
+def refuse_width_without_pld(accountant: str) -> None:
+    """--pld-width sets the PLD engine's interval: refused with --accountant rdp, where that engine does not run."""
+    if accountant == "rdp":
+        refuse_unused("with --accountant rdp (no PLD interval is computed)", "pld_width")

@@ -15,6 +15,8 @@ from dpcalc.cli.options import (
     grid_option,
     output_options,
     pld_width_option,
+    refuse_unused,
+    refuse_width_without_pld,
     require,
 )
 
@@ -180,8 +182,15 @@ def plan_sgd(
         sampling=sampling,
     )
 
+    refuse_width_without_pld(accountant)
     if target_epsilon is not None:
+        refuse_unused(
+            "with --target-epsilon (an inverse search answers one row per setting, to its own tolerance)",
+            "per_epoch",
+            "pld_width",
+        )
         return _inverse(locals())
+    refuse_unused("without --target-epsilon (it names what an inverse search solves for)", "solve")
 
     missing = [
         name
