@@ -170,6 +170,22 @@ class Result:
             rows = [r for r in rows if r.get("tightest")]
         return rows
 
+    def to_records(self) -> list[dict[str, Any]]:
+        """The rows, one dict per row with every column's key (None where a row has no value)."""
+        keys = [c.key for c in self.columns]
+        return [{k: r.get(k) for k in keys} for r in self.rows]
+
+    def column(self, key: str) -> list[Any]:
+        """One column's values, row by row."""
+        if key not in {c.key for c in self.columns}:
+            raise KeyError(f"{key!r} is not a column; the columns are {', '.join(c.key for c in self.columns)}")
+        return [r.get(key) for r in self.rows]
+
+    def __str__(self) -> str:
+        from dpcalc.render import table_text
+
+        return table_text(self)
+
     def to_dict(self) -> dict[str, Any]:
         from dpcalc import __version__
 

@@ -149,8 +149,6 @@ class DpcalcGroup(click.Group):
         return code
 
     def _run(self, args, prog_name, complete_var, **extra) -> int:
-        from dpcalc.core.errors import ValidationError
-        from dpcalc.model import UnrepresentableResult
         from dpcalc.textio import OutputError
 
         try:
@@ -163,36 +161,47 @@ class DpcalcGroup(click.Group):
         except click.exceptions.NoArgsIsHelpError as exc:
             click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
             return int(ExitCode.USAGE)
-        except click.ClickException as exc:
-            _say(f"Error: {_one_line(exc.format_message())}")
-            return int(ExitCode.USAGE)
-        except UnrepresentableResult as exc:
-            _say(f"Error: {_one_line(str(exc))}")
-            return int(ExitCode.USAGE)
-        except (OverflowError, ZeroDivisionError):
-            _say(
-                "Error: an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
-                "values (for example a smaller μ, ρ, k or a larger σ)."
-            )
-            return int(ExitCode.USAGE)
-        except ValidationError as exc:
-            # Raised by the core for a value outside a formula's domain.
-            typed = sys.argv[1:] if args is None else list(args)
-            _say(f"Error: {_one_line(_option_message(exc, typed))}")
-            return int(ExitCode.USAGE)
         except click.Abort:
             # click turns KeyboardInterrupt (SIGINT outside the main thread) and EOFError into Abort.
             _say("Error: interrupted.")
             return int(ExitCode.INTERRUPTED)
         except OutputError:
             raise
-        except Exception as exc:  # pragma: no cover - a bug, reported without a traceback
+        except Exception as exc:
+            message = _error_message(exc, sys.argv[1:] if args is None else list(args))
+            if message is not None:
+                _say(f"Error: {message}")
+                return int(ExitCode.USAGE)
+            # pragma: no cover - a bug, reported without a traceback
             _say(
                 f"Error: internal error ({type(exc).__name__}: {_one_line(str(exc))}); please report this with the "
                 "command line that caused it."
             )
             return int(ExitCode.INTERNAL)
         return rv if isinstance(rv, int) else 0
+
+
+def _error_message(exc: BaseException, args: list[str]) -> str | None:
+    """The one-line message (without "Error: ") for an exception a user's input can cause, or None for a bug.
+
+    Shared by the command line (exit code 2) and :mod:`dpcalc.api` (:class:`dpcalc.api.InputError`).
+    """
+    from dpcalc.core.errors import ValidationError
+    from dpcalc.model import UnrepresentableResult
+
+    if isinstance(exc, click.ClickException):
+        return _one_line(exc.format_message())
+    if isinstance(exc, UnrepresentableResult):
+        return _one_line(str(exc))
+    if isinstance(exc, (OverflowError, ZeroDivisionError)):
+        return (
+            "an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
+            "values (for example a smaller μ, ρ, k or a larger σ)."
+        )
+    if isinstance(exc, ValidationError):
+        # Raised by the core for a value outside a formula's domain.
+        return _one_line(_option_message(exc, args))
+    return None
 
 
 def _option_message(exc, args) -> str:

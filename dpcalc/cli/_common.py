@@ -89,6 +89,23 @@ class collecting:
         _collector = self._saved
 
 
+#: When not None, the final Result is stored here instead of printed (dpcalc.api).
+_captured: list | None = None
+
+
+class capturing:
+    """Context manager: run a command for :mod:`dpcalc.api` and keep its final Result (budget check applied)."""
+
+    def __enter__(self) -> list:
+        global _captured
+        self._saved, _captured = _captured, []
+        return _captured
+
+    def __exit__(self, *exc) -> None:
+        global _captured
+        _captured = self._saved
+
+
 def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, value: str | None = None) -> int:
     if _collector is not None:
         _collector.append(result)
@@ -116,6 +133,12 @@ def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, valu
     if value is not None and value not in {c.key for c in result.columns}:
         keys = ", ".join(c.key for c in result.columns if c.kind != "text")
         raise click.UsageError(f"Invalid value for '--value': {value!r} is not a column here; choose one of {keys}.")
+    if _captured is not None:
+        from dpcalc.render import _check_finite
+
+        _check_finite(result)  # what the command would refuse to print, the API refuses to return
+        _captured.append(result)
+        return int(result.status)
     render(result, "json" if as_json else fmt, value=value)
     return int(result.status)
 
