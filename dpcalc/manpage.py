@@ -87,7 +87,10 @@ EXAMPLES = {
 
 EXIT_STATUS = [
     ("0", "Success."),
-    ("1", "A budget check (--max-epsilon) failed. The result is still printed; the reason is on stderr."),
+    (
+        "1",
+        "A budget check (--max-epsilon) failed, or convert audit proved ε above --claimed-epsilon. The result is still printed; the reason is on stderr.",
+    ),
     (
         "2",
         "Bad usage or bad input: one line on stderr starting with Error: names the option and the allowed "

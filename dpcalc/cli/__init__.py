@@ -226,7 +226,8 @@ def cli():
     get, and how far a DP-SGD run can go. Every number says which method
     produced it and whether it is exact, a sound upper bound, or approximate.
 
-    Exit codes: 0 success, 1 a budget check failed, 2 bad usage or input,
+    Exit codes: 0 success, 1 a budget check failed (or an audit contradicted
+    a claimed ε), 2 bad usage or input,
     74 output could not be written, 130 interrupted, 141 broken pipe.
     """
 

@@ -547,3 +547,12 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         )
                     )
     return c.emit(c.merge(results, "convert"), fmt, as_json)
+
+
+def _add_audit() -> None:
+    from dpcalc.cli.audit import audit
+
+    convert.add_command(audit)
+
+
+_add_audit()

@@ -70,6 +70,7 @@ DOCUMENT_FIELDS = (
     "notes",
     "objects",
     "budget",
+    "audit",
 )
 
 
