@@ -89,7 +89,8 @@ EXIT_STATUS = [
     ("0", "Success."),
     (
         "1",
-        "A budget check (--max-epsilon) failed, or convert audit proved ε above --claimed-epsilon. The result is still printed; the reason is on stderr.",
+        "A budget check (--max-epsilon) failed, or convert audit proved ε above --claimed-epsilon. The result is "
+        "still printed; the reason is on stderr.",
     ),
     (
         "2",
