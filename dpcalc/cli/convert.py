@@ -519,6 +519,8 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         fmt=fmt,
                         as_json=as_json,
                     )
+                elif target in ("tradeoff", "attack"):
+                    results.append(_risk_result(obj, where, target, alpha, fpr))
                 else:
                     need_dp(type(obj).__name__)
                     require("delta", delta, "give the δ at which to report ε")
@@ -547,6 +549,39 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         )
                     )
     return c.emit(c.merge(results, "convert"), fmt, as_json)
+
+
+def _risk_result(obj, where: str, target: str, alpha, fpr):
+    """Trade-off or attack readings of a composed or subsampled object (dpcalc.risk): exact for Gaussian-only
+    objects (μ-GDP), else certified intervals from privacy loss distributions."""
+    from dpcalc import risk
+    from dpcalc.accounting import flatten
+    from dpcalc.cli.options import parse_grid
+    from dpcalc.model import Column, Composed, ObjectError, Result
+
+    try:
+        parts = flatten(obj, 1, where)
+    except ObjectError as exc:
+        raise click.UsageError(str(exc)) from None
+    case = risk.case_of_parts(parts, {}, where)
+    if case is None:
+        raise click.UsageError(
+            f"--to {target}: {where} has a zCDP or RDP part, which has no trade-off curve here; convert the "
+            "mechanisms it came from instead."
+        )
+    points = (alpha or parse_grid(DEFAULT_ALPHAS)) if target == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
+    try:
+        cols, rows, notes = risk.rows([case], target, points)
+    except MemoryError:
+        raise click.UsageError(f"--to {target}: the privacy loss distribution of {where} does not fit in memory.")
+    return Result(
+        "convert",
+        {"to": target, ("alpha" if target == "tradeoff" else "fpr"): list(points)},
+        tuple(cols) + (Column("method", "method", "text"), Column("bound", "bound", "text")),
+        tuple(rows),
+        notes=tuple(notes),
+        objects=(obj if isinstance(obj, Composed) else Composed(((obj, 1),)),),
+    )
 
 
 def _add_audit() -> None:

@@ -1,0 +1,136 @@
+"""Attack risk of any privacy object: trade-off curves, advantage and TPR at FPR, as certified rows.
+
+What a composed, subsampled run means to an attacker (issue 13, item 1): for mechanisms the PLD engine
+accounts for, :mod:`dpcalc.core.pld.risk` gives certified intervals on β(α) (the pessimistic PLD bounds
+β from below — no attack is better — the optimistic one from above); Gaussian-only objects are exactly
+μ-GDP and read off the closed form. Used by ``convert --to tradeoff|attack`` on piped objects and by
+``plan-sgd --to tradeoff|attack``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpcalc.model import Column
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing to read: echoed fields for its rows, and what it is (μ for exact GDP, else PLD mechanisms)."""
+
+    base: dict
+    mu: float | None = None
+    mechs: list | None = None
+    label: str = ""
+
+
+def mechanisms(parts) -> list | None:
+    """The PLD engine's mechanisms for accounting parts (:class:`dpcalc.accounting.Part`), or None when a part
+    has no PLD here (zCDP, RDP curves)."""
+    from dpcalc.accounting import PLD_KINDS
+    from dpcalc.core import pld
+
+    if any(p.kind not in PLD_KINDS for p in parts):
+        return None
+    mechs = []
+    for p in parts:
+        if p.kind == "gauss":
+            mechs.append((pld.gaussian(p.mu), p.times))
+        elif p.kind == "laplace":
+            mechs.append((pld.laplace(p.epsilon), p.times))
+        elif p.kind == "sgauss":
+            mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
+        elif p.kind == "wgauss":
+            mechs.append((pld.sampled_wor_gaussian(p.rate, p.sigma), p.times))
+        elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
+            sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
+            mechs.append((sub(1.0 / p.scale, p.rate), p.times))
+        else:
+            mechs.append((pld.dp(p.epsilon, p.delta), p.times))
+    return mechs
+
+
+def case_of_parts(parts, base: dict, label: str) -> Case | None:
+    """A Case for accounting parts: exact GDP when every part is Gaussian, else PLD (None: neither)."""
+    if parts and all(p.kind == "gauss" for p in parts):
+        return Case(base, mu=float(np.sqrt(sum(p.times * p.mu * p.mu for p in parts))), label=label)
+    mechs = mechanisms(parts)
+    return None if mechs is None else Case(base, mechs=mechs, label=label)
+
+
+def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dict], list[str]]:
+    """Columns, rows and notes of the readings: ``target`` "tradeoff" (``points`` are α) or "attack" (FPRs)."""
+    from dpcalc.core import gdp as g
+    from dpcalc.core.pld import risk
+
+    pts = np.asarray(points, float)
+    out: list[dict] = []
+    methods = set()
+    for case in cases:
+        if case.mu is not None:
+            mu = np.full(pts.shape, case.mu)
+            if target == "tradeoff":
+                beta = np.asarray(g.tradeoff(mu, pts), float).reshape(-1)
+            else:
+                tpr = np.asarray(g.attack_tpr(mu, pts), float).reshape(-1)
+                adv = float(np.asarray(g.advantage(case.mu)))
+            method, bound = f"gdp-{target}", "exact"
+        else:
+            prof = risk.profile(case.mechs)
+            b_lo, b_hi = risk.tradeoff(prof, pts)
+            a_lo, a_hi = risk.advantage(prof)
+            method = f"pld-{target}"
+            bound = "lower" if target == "tradeoff" else "upper"
+        methods.add(method.split("-")[0])
+        for k, x in enumerate(pts):
+            row = dict(case.base)
+            if target == "tradeoff":
+                if case.mu is not None:
+                    row.update(alpha=float(x), beta=float(beta[k]), beta_upper=None)
+                else:
+                    row.update(alpha=float(x), beta=float(b_lo[k]), beta_upper=float(b_hi[k]))
+            elif case.mu is not None:
+                row.update(fpr=float(x), tpr=float(tpr[k]), tpr_lower=None, advantage=adv, advantage_lower=None)
+            else:
+                row.update(
+                    fpr=float(x),
+                    tpr=float(min(1.0, 1.0 - b_lo[k])),
+                    tpr_lower=float(max(0.0, 1.0 - b_hi[k])),
+                    advantage=a_hi,
+                    advantage_lower=a_lo,
+                )
+            row.update(method=method, bound=bound)
+            out.append(row)
+    if target == "tradeoff":
+        cols = [
+            Column("alpha", "α (type I)"),
+            Column("beta", "β (type II)", safe="down"),
+            Column("beta_upper", "β ≤", safe="up"),
+        ]
+        notes = [
+            "β is the smallest type II error any membership test can have at type I error α: an attack can be no "
+            "better. pld rows: β is a certified lower bound (bound lower) and β ≤ a certified upper bound on the "
+            "mechanism's trade-off curve; gdp rows are exact (μ-GDP)."
+        ]
+    else:
+        cols = [
+            Column("fpr", "FPR"),
+            Column("tpr", "max TPR", safe="up"),
+            Column("tpr_lower", "TPR ≥", safe="down"),
+            Column("advantage", "max TPR−FPR", safe="up"),
+            Column("advantage_lower", "adv. ≥", safe="down"),
+        ]
+        notes = [
+            "max TPR bounds the true-positive rate of any membership-inference attack at that false-positive rate, "
+            "and max TPR−FPR its advantage (δ at ε = 0). pld rows: certified upper bounds, with TPR ≥ and adv. ≥ "
+            "the certified lower ends (what the worst case reaches); gdp rows are exact (μ-GDP)."
+        ]
+    if all(c.mu is not None for c in cases):  # exact rows only: no interval columns
+        drop = {"beta_upper", "tpr_lower", "advantage_lower"}
+        cols = [c for c in cols if c.key not in drop]
+        for r in out:
+            for k in drop:
+                r.pop(k, None)
+    return cols, out, notes

@@ -1,0 +1,134 @@
+"""Attack risk of composed and subsampled runs (issue 13, item 1): certified intervals on β(α), TPR and advantage.
+
+References: the exact trade-off curve of μ-GDP (a Gaussian mechanism read through the PLD engine must
+bracket it), the exact one-step profile of a Poisson-subsampled Gaussian (its f, a sup over a fine ε
+grid, must lie in the interval), riskcal (Kulynych et al. 2024) where its discretisation is fine, and
+the command line: piped objects answer --to tradeoff|attack with the right bounds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy.stats import norm
+
+from dpcalc.cli import cli
+from dpcalc.core import pld
+from dpcalc.core.pld import risk
+
+SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "dpcalc/schema/result-v1.schema.json").read_text())
+ALPHA = np.array([1e-8, 1e-5, 1e-3, 0.01, 0.05, 0.2, 0.5, 0.8, 0.99, 1.0])
+
+
+@pytest.mark.parametrize("mu", [0.1, 0.5, 1.0, 2.0, 4.0])
+def test_gaussian_through_the_engine_brackets_the_exact_curve(mu):
+    prof = risk.profile([(pld.gaussian(mu), 1)])
+    lo, hi = risk.tradeoff(prof, ALPHA)
+    true = norm.cdf(norm.ppf(1 - ALPHA) - mu)
+    assert np.all(lo <= true) and np.all(true <= hi), (lo - true, hi - true)
+    assert np.max(hi - lo) < 2e-4
+    a_lo, a_hi = risk.advantage(prof)
+    assert a_lo <= 2 * norm.cdf(mu / 2) - 1 <= a_hi and a_hi - a_lo < 1e-4
+
+
+def _one_step_f(q, s, alpha):
+    """f of one Poisson-subsampled Gaussian step: sup over a fine ε grid of f_{ε, δ(ε)} (a lower bound on the
+    true f within ~1e-8; δ(ε) exact, max of both directions)."""
+    eps = np.linspace(0, 15, 150_001)
+    x = s**2 * np.log((np.expm1(eps) + q) / q) + 0.5
+    d_rem = (1 - q) * norm.sf(x / s) + q * norm.sf((x - 1) / s) - np.exp(eps) * norm.sf(x / s)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        xp = s**2 * np.log((np.expm1(-eps) + q) / q) + 0.5
+        d_add = norm.cdf(xp / s) - np.exp(eps) * ((1 - q) * norm.cdf(xp / s) + q * norm.cdf((xp - 1) / s))
+    d_add = np.where(np.exp(-eps) > 1 - q, d_add, 0.0)
+    d = np.clip(np.maximum(d_rem, np.nan_to_num(d_add)), 0, 1)
+    out = []
+    for a in alpha:
+        out.append(np.max(np.maximum(1 - d - np.exp(eps) * a, np.exp(-eps) * (1 - d - a))))
+    return np.maximum(np.array(out), 0.0)
+
+
+@pytest.mark.parametrize("q, s", [(0.01, 0.5), (0.2, 1.0), (0.5, 2.0)])
+def test_one_subsampled_step_is_bracketed(q, s):
+    prof = risk.profile([(pld.subsampled_gaussian(q, s), 1)])
+    alpha = ALPHA[1:-1]
+    lo, hi = risk.tradeoff(prof, alpha)
+    ref = _one_step_f(q, s, alpha)
+    assert np.all(hi >= ref), hi - ref  # the upper end is at least a value the true f reaches
+    assert np.all(lo <= ref + 1e-7), lo - ref  # and the lower end at most the true f (ref is within 1e-8 below)
+
+
+def test_composed_runs_agree_with_riskcal_where_it_is_fine():
+    riskcal = pytest.importorskip("riskcal.analysis")
+    from dp_accounting.pld import privacy_loss_distribution as P
+
+    q, s, t = 0.01, 1.1, 1000
+    prof = risk.profile([(pld.subsampled_gaussian(q, s), t)])
+    alpha = np.array([0.05, 0.1, 0.3, 0.5, 0.9])
+    lo, hi = risk.tradeoff(prof, alpha)
+    theirs = P.from_gaussian_mechanism(s, sampling_prob=q, use_connect_dots=True, value_discretization_interval=1e-4)
+    theirs = theirs.self_compose(t)
+    beta = riskcal.get_beta_from_pld(theirs, alpha=alpha)
+    # Their β comes from a 1e-4 grid (not certified either way): within it of our interval.
+    assert np.all(beta >= lo - 1e-4) and np.all(beta <= hi + 1e-4), (lo, beta, hi)
+    a_lo, a_hi = risk.advantage(prof)
+    assert a_lo - 1e-5 <= riskcal.get_advantage_from_pld(theirs) <= a_hi + 1e-5
+
+
+def _pipe(first, second):
+    a = CliRunner().invoke(cli, first.split() + ["--json"])
+    assert a.exit_code == 0, a.stderr
+    return CliRunner().invoke(cli, second.split(), input=a.stdout)
+
+
+def test_a_dp_sgd_run_piped_to_attack_readings():
+    r = _pipe(
+        "plan-sgd --rate 0.01 --noise-multiplier 1.1 --steps 1000 --delta 1e-5",
+        "convert --to attack --fpr 0.001,0.01 --json",
+    )
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    rows = doc["rows"]
+    assert [row["fpr"] for row in rows] == [0.001, 0.01]
+    for row in rows:
+        assert row["method"] == "pld-attack" and row["bound"] == "upper"
+        assert row["fpr"] <= row["tpr_lower"] <= row["tpr"] <= 1 and row["tpr"] - row["tpr_lower"] < 1e-4
+        assert row["advantage_lower"] <= row["advantage"] and 0.13 < row["advantage"] < 0.15
+
+
+def test_trade_off_rows_round_beta_down_and_bound_it_from_both_sides():
+    r = _pipe(
+        "plan-sgd --rate 0.01 --noise-multiplier 1.1 --steps 1000 --delta 1e-5",
+        "convert --to tradeoff --alpha 0.01,0.1 --json",
+    )
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    cols = {c["key"] for c in doc["columns"]}
+    assert {"alpha", "beta", "beta_upper"} <= cols
+    for row in doc["rows"]:
+        assert row["bound"] == "lower" and row["beta"] <= row["beta_upper"] <= 1 - row["alpha"]
+    # --value reads the sound side of β.
+    v = _pipe("plan-sgd --rate 0.01 --noise-multiplier 1.1 --steps 1000 --delta 1e-5", "convert --to tradeoff "
+              "--alpha 0.01 --value beta")  # fmt: skip
+    assert float(v.stdout) == doc["rows"][0]["beta"]
+
+
+def test_gaussian_only_compositions_are_exact():
+    r = _pipe("compose gaussian --sigma 2 --times 100 --delta 1e-5", "convert --to attack --fpr 0.01 --json")
+    assert r.exit_code == 0, r.stderr
+    row = json.loads(r.stdout)["rows"][0]
+    assert row["bound"] == "exact" and row["method"] == "gdp-attack"
+    mu = np.sqrt(100) / 2
+    assert row["tpr"] == pytest.approx(norm.cdf(mu - norm.ppf(0.99)), rel=1e-9)
+
+
+def test_objects_without_a_trade_off_curve_are_refused():
+    r = CliRunner().invoke(cli, ["convert", "--to", "attack"], input='{"type": "composed", "parts": '
+                           '[{"times": 2, "of": {"type": "zcdp", "rho": 0.1}}]}')  # fmt: skip
+    assert r.exit_code == 2 and "no trade-off curve" in r.stderr and r.stderr.count("\n") == 1
