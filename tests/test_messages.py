@@ -27,6 +27,7 @@ BASE = {
     "convert dp": "--epsilon 1 --delta 1e-5 --to gdp",
     "convert zcdp": "--rho 0.5 --delta 1e-5",
     "convert rdp": "--orders 2,4 --values 0.1,0.3 --delta 1e-5",
+    "convert audit": "--true-positives 830 --positives 1000 --false-positives 40 --negatives 1000",
     "compose dp": "--epsilon 1 --delta 1e-6 --times 10",
     "compose gaussian": "--sigma 2 --times 10 --delta 1e-5",
     "compose gdp": "--mu 0.5 --times 10 --delta 1e-5",

@@ -132,3 +132,47 @@ def test_objects_without_a_trade_off_curve_are_refused():
     r = CliRunner().invoke(cli, ["convert", "--to", "attack"], input='{"type": "composed", "parts": '
                            '[{"times": 2, "of": {"type": "zcdp", "rho": 0.1}}]}')  # fmt: skip
     assert r.exit_code == 2 and "no trade-off curve" in r.stderr and r.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------- calibration to an attack-risk target (item 2)
+
+
+@pytest.mark.parametrize("target", [1e-6, 0.01, 0.1, 0.5, 0.9, 0.999999])
+def test_calibrate_gaussian_to_an_advantage(target):
+    r = CliRunner().invoke(cli, ["calibrate", "gaussian", "--target-advantage", repr(target), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    row = doc["rows"][0]
+    mu = 1 / row["sigma"]
+    assert 2 * norm.cdf(mu / 2) - 1 <= target  # met at the printed σ
+    assert 2 * norm.cdf(mu * (1 + 1e-9) / 2) - 1 > target * (1 - 1e-6)  # and not by much more noise than needed
+    rc = pytest.importorskip("riskcal.analysis")
+    assert rc.get_advantage_from_gdp(mu) == pytest.approx(target, rel=1e-9)
+
+
+@pytest.mark.parametrize("tpr, fpr", [(0.02, 0.01), (0.5, 0.01), (0.1, 1e-5), (0.999, 0.5)])
+def test_calibrate_gaussian_to_a_tpr_at_an_fpr(tpr, fpr):
+    r = CliRunner().invoke(cli, ["calibrate", "gaussian", "--target-tpr", repr(tpr), "--at-fpr", repr(fpr), "--json"])
+    assert r.exit_code == 0, r.stderr
+    row = json.loads(r.stdout)["rows"][0]
+    mu = 1 / row["sigma"]
+    assert norm.cdf(mu + norm.ppf(fpr)) <= tpr
+    rc = pytest.importorskip("riskcal.analysis")
+    assert 1 - rc.get_beta_from_gdp(mu, alpha=fpr) == pytest.approx(tpr, rel=1e-8)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ("--target-tpr 0.01 --at-fpr 0.05", "a TPR above --at-fpr"),
+        ("--target-tpr 0.3", "--at-fpr"),
+        ("--at-fpr 0.1 --epsilon 1 --delta 1e-5", "--at-fpr goes with --target-tpr"),
+        ("--target-advantage 0.1 --epsilon 1", "cannot be used together"),
+        ("--target-advantage 0.1 --delta 1e-5", "--delta goes with --epsilon"),
+        ("--target-advantage 1", "--target-advantage"),
+    ],
+)
+def test_risk_targets_refuse_what_they_cannot_mean(args, says):
+    r = CliRunner().invoke(cli, ["calibrate", "gaussian", *args.split()])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr

@@ -26,6 +26,13 @@ def calibrate():
 @grid_option("--delta", allowed=PROBABILITY, help="Target δ, in (0, 1).")
 @grid_option("--mu", allowed=POSITIVE, help="Target μ-GDP instead of (ε, δ).")
 @grid_option("--rho", allowed=POSITIVE, help="Target ρ-zCDP instead of (ε, δ).")
+@grid_option(
+    "--target-advantage",
+    allowed=PROBABILITY,
+    help="Target attack risk instead of (ε, δ): the best membership-inference attack's advantage TPR − FPR, in (0, 1).",
+)
+@grid_option("--target-tpr", allowed=PROBABILITY, help="Target attack risk: the best attack's TPR at --at-fpr.")
+@grid_option("--at-fpr", allowed=PROBABILITY, help="The false-positive rate at which --target-tpr holds.")
 @sensitivity_option
 @click.option(
     "--method",
@@ -35,23 +42,31 @@ def calibrate():
     "Δ√(2 ln(1.25/δ))/ε, proven only for ε < 1; shown next to the analytic σ.",
 )
 @output_options
-def gaussian(epsilon, delta, mu, rho, sensitivity, method, fmt, as_json):
-    """σ of the Gaussian mechanism for (ε, δ), for μ-GDP, or for ρ-zCDP.
+def gaussian(epsilon, delta, mu, rho, target_advantage, target_tpr, at_fpr, sensitivity, method, fmt, as_json):
+    """σ of the Gaussian mechanism for (ε, δ), for μ-GDP, for ρ-zCDP, or for an attack-risk target.
 
     Every σ is re-checked before it is printed: the column delta_check is the
-    exact δ(ε) at the returned σ, and it is at most the target δ.
+    exact δ(ε) at the returned σ, and it is at most the target δ. Attack-risk
+    targets (--target-advantage, or --target-tpr with --at-fpr) are met
+    exactly through μ-GDP (Kulynych et al. 2024), re-checked the same way.
 
     \b
     Examples:
       dpcalc calibrate gaussian --epsilon 0.5,1,2 --delta 1e-6
       dpcalc calibrate gaussian --epsilon 0.5 --delta 1e-5 --method classical
       dpcalc calibrate gaussian --mu 1.2
+      dpcalc calibrate gaussian --target-tpr 0.05 --at-fpr 0.01
     """
     from dpcalc.cli import _common as c
     from dpcalc.core import gaussian as g
     from dpcalc.model import Column, Gaussian, Result
 
-    exclusive(epsilon=epsilon, mu=mu, rho=rho)
+    risk_target = target_advantage if target_advantage is not None else target_tpr
+    exclusive(epsilon=epsilon, mu=mu, rho=rho, target_advantage=target_advantage, target_tpr=target_tpr)
+    if at_fpr is not None and target_tpr is None:
+        raise click.UsageError("--at-fpr goes with --target-tpr.")
+    if risk_target is not None:
+        return _risk_target(target_advantage, target_tpr, at_fpr, delta, sensitivity, method, fmt, as_json)
     rows, objects, warnings = [], [], []
     cols = [
         Column("epsilon", "ε"),
@@ -164,6 +179,82 @@ def gaussian(epsilon, delta, mu, rho, sensitivity, method, fmt, as_json):
         warnings=tuple(warnings),
         objects=tuple(objects),
         notes=("σ is the noise standard deviation; δ at σ is the exact δ(ε) of the returned σ.",),
+    )
+    return c.emit(result, fmt, as_json)
+
+
+def _risk_target(target_advantage, target_tpr, at_fpr, delta, sensitivity, method, fmt, as_json):
+    """σ for an attack-risk target, through μ-GDP (dpcalc.core.attack), each re-checked."""
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import attack, gdp
+    from dpcalc.model import Column, Gaussian, Result
+
+    if delta is not None:
+        raise click.UsageError("--delta goes with --epsilon, not with an attack-risk target.")
+    if method != "analytic":
+        raise click.UsageError("--method classical needs --epsilon and --delta.")
+    if target_advantage is not None:
+        m = c.mesh(target_advantage=target_advantage, sensitivity=sensitivity)
+        mu = attack.mu_for_advantage(m["target_advantage"])
+        target, label = m["target_advantage"], "advantage"
+    else:
+        require("at-fpr", at_fpr, "--target-tpr holds at a false-positive rate")
+        m = c.mesh(target_tpr=target_tpr, at_fpr=at_fpr, sensitivity=sensitivity)
+        mu = attack.mu_for_tpr(m["target_tpr"], m["at_fpr"])
+        target, label = m["target_tpr"], "tpr"
+    with np.errstate(divide="ignore", over="ignore"):
+        sig = np.nextafter(m["sensitivity"] / mu, np.inf)
+    achieved = (
+        gdp.advantage(m["sensitivity"] / sig)
+        if label == "advantage"
+        else gdp.attack_tpr(m["sensitivity"] / sig, m["at_fpr"])
+    )
+    rows, objects = [], []
+    for i in range(sig.size):
+        if not (np.isfinite(sig[i]) and sig[i] > 0 and achieved[i] <= target[i]):
+            raise click.UsageError(
+                f"{'an advantage' if label == 'advantage' else 'a TPR'} target of {target[i]:g} needs "
+                f"σ ≈ {sig[i]:.3g} (Δ = {m['sensitivity'][i]:g}), which double precision cannot check; use a less "
+                "extreme target."
+            )
+        row = {k: c.f(m[k][i]) for k in m}
+        row.update(
+            mu=c.f(m["sensitivity"][i] / sig[i]),
+            sigma=c.f(sig[i]),
+            achieved=c.f(achieved[i]),
+            method=f"gdp-{label}",
+            bound="exact",
+        )
+        rows.append(row)
+        objects.append(Gaussian(c.f(sig[i]), c.f(m["sensitivity"][i])))
+    head = (
+        [Column("target_advantage", "target TPR−FPR")]
+        if label == "advantage"
+        else [Column("target_tpr", "target TPR"), Column("at_fpr", "at FPR")]
+    )
+    cols = head + [
+        Column("sensitivity", "Δ"),
+        Column("mu", "μ", safe="up"),
+        Column("sigma", "σ", safe="up"),
+        Column("achieved", "TPR−FPR at σ" if label == "advantage" else "TPR at σ", safe="up"),
+        Column("method", "method", "text"),
+        Column("bound", "bound", "text"),
+    ]
+    result = Result(
+        command="calibrate gaussian",
+        inputs=c.echo_inputs(
+            target_advantage=target_advantage, target_tpr=target_tpr, at_fpr=at_fpr, sensitivity=sensitivity
+        ),
+        columns=tuple(cols),
+        rows=tuple(rows),
+        objects=tuple(objects),
+        notes=(
+            "σ is the smallest noise whose best membership-inference attack stays within the target: a Gaussian "
+            "mechanism is μ-GDP with μ = Δ/σ, its best attack has TPR − FPR = 2Φ(μ/2) − 1 and TPR = Φ(μ + Φ⁻¹(FPR)) "
+            "(Kulynych et al. 2024); the last column re-checks it at the returned σ.",
+        ),
     )
     return c.emit(result, fmt, as_json)
 
