@@ -543,6 +543,18 @@ def image_bytes(fig: Figure, fmt: str) -> bytes:
         ax = f.add_subplot()
         for k, s in enumerate(fig.series):
             colour = COLOURS[k % len(COLOURS)]
+            label = s.label + (" — may be below the true value" if s.approximate else "")
+            ax.plot(
+                s.x,
+                s.y,
+                color=colour,
+                # Trade-off and attack rows: markers, joined by their exact curves (_reference).
+                linestyle="none" if fig.kind is not None else (0, (4, 2)) if s.approximate else "-",
+                linewidth=1.6,
+                marker="o" if len(s.x) <= 40 or fig.kind is not None else None,
+                markersize=3,
+                label=label,
+            )
             if any(v is not None for v in s.lower):
                 has = [v is not None for v in s.lower]
                 lo = [v if v is not None else y for v, y in zip(s.lower, s.y)]
@@ -556,18 +568,6 @@ def image_bytes(fig: Figure, fmt: str) -> bytes:
                     linewidth=0,
                     label=f"{s.family}: certified interval [{fig.lower_label}, {fig.y_label}]",
                 )
-            label = s.label + (" — may be below the true value" if s.approximate else "")
-            ax.plot(
-                s.x,
-                s.y,
-                color=colour,
-                # Trade-off and attack rows: markers, joined by their exact curves (_reference).
-                linestyle="none" if fig.kind is not None else (0, (4, 2)) if s.approximate else "-",
-                linewidth=1.6,
-                marker="o" if len(s.x) <= 40 or fig.kind is not None else None,
-                markersize=3,
-                label=label,
-            )
         if fig.kind is not None:
             _reference(ax, fig)
             ax.set_xlim(0, 1)

@@ -111,9 +111,14 @@ def test_plot_never_touches_machine_output(fmt):
     assert r.stderr.endswith(_chart("group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10"))
 
 
-def test_ascii_stream_spells_the_chart():
-    r = run("convert gdp --mu 0.5,1,2 --plot -", env={"PYTHONIOENCODING": "ascii"})
-    assert r.exit_code == 0
+def test_ascii_streams_spell_the_chart():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="ascii")
+    for fmt, stream in (("table", "stdout"), ("json", "stderr")):
+        cmd = [sys.executable, "-m", "dpcalc", "convert", "gdp", "--mu", "0.5,1", "--plot", "-", "--format", fmt]
+        p = subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)
+        assert p.returncode == 0, p.stderr
+        chart = getattr(p, stream).decode("ascii")
+        assert "eps" in chart.splitlines() and "delta (log scale)" in chart and "mu=0.5: gdp (exact)" in chart
 
 
 # --------------------------------------------------------------------------
@@ -245,8 +250,8 @@ def test_without_matplotlib_installed_for_real(tmp_path):
     code = (
         "import sys; sys.modules['matplotlib'] = None\n"
         "from dpcalc.cli import cli\n"
-        f"sys.exit(cli.main(['group', 'pure', '--epsilon', '1', '--size', '1,2', '--plot', {str(tmp_path / 'a.png')!r}],"
-        " prog_name='dpcalc'))"
+        f"args = ['group', 'pure', '--epsilon', '1', '--size', '1,2', '--plot', {str(tmp_path / 'a.png')!r}]\n"
+        "sys.exit(cli.main(args, prog_name='dpcalc'))"
     )
     p = _python(code)
     assert p.returncode == 2, p.stderr
