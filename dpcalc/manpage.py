@@ -106,8 +106,8 @@ EXIT_STATUS = [
     ("3", "An internal error in dpcalc (a bug). No input is expected to cause it."),
     (
         "74",
-        "Output could not be written (stdout or stderr closed, a full disk, or machine output the encoding "
-        "cannot carry): one Error: line.",
+        "Output could not be written (stdout or stderr closed, a full disk, machine output the encoding "
+        "cannot carry, or the --plot file): one Error: line.",
     ),
     ("130", "Interrupted (Ctrl-C): Error: interrupted. on stderr."),
     ("141", "stdout's reader went away (dpcalc ... | head -1): dpcalc stops quietly."),

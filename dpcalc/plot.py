@@ -321,7 +321,8 @@ def _build(result, curves: Curves, chart: Chart, cols, rows, x: str, xs: list[st
         parts = [f"{cols[k].label}={_shown(cols[k], v)}" for k, v in zip(by + text_by, key) if v is not None]
         what = ", ".join(methods) + f" ({'/'.join(bounds)})"
         label = (", ".join(parts) + ": " if parts else "") + what
-        params = {k: members[0].get(k) for k in ("mu", "epsilon", "delta", "epsilon_in", "delta_in") if k in cols}
+        # What the reference curves of trade-off and attack charts are drawn from (constant along a line there).
+        params = {k: members[0].get(k) for k in ("mu", "epsilon", "delta") if k in cols}
         series.append(
             Series(
                 label=label,
@@ -334,7 +335,7 @@ def _build(result, curves: Curves, chart: Chart, cols, rows, x: str, xs: list[st
             )
         )
     fixed = [k for k in cols if k in xs and k not in by and k != x and len(_distinct(rows, k)) == 1]
-    title = ", ".join(f"{cols[k].label} = {_shown(cols[k], rows[0][k])}" for k in fixed)
+    title = ", ".join(f"{cols[k].label} = {_shown(cols[k], _distinct(rows, k)[0])}" for k in fixed)
     unit = chart.kind is not None
     all_x = [v for s in series for v in s.x]
     all_y = [v for s in series for v in s.y] + [v for s in series for v in s.lower if v is not None]
