@@ -178,6 +178,8 @@ class Series:
     lower: list[float | None]
     #: The values of the line-splitting columns (for reference curves: μ, ε, δ).
     params: dict[str, Any]
+    #: The grid values that make this line ("B=128, σ=1.1"), empty for a line per engine only.
+    where: str = ""
 
     @property
     def approximate(self) -> bool:
@@ -332,6 +334,7 @@ def _build(result, curves: Curves, chart: Chart, cols, rows, x: str, xs: list[st
                 y=[float(r[chart.y]) for r in members],
                 lower=[float(r[lower_key]) if lower_key and _number(r.get(lower_key)) else None for r in members],
                 params=params,
+                where=", ".join(parts),
             )
         )
     fixed = [k for k in cols if k in xs and k not in by and k != x and len(_distinct(rows, k)) == 1]
@@ -446,7 +449,7 @@ def text_chart(fig: Figure, width: int = 56, height: int = 12) -> str:
         note = " - may be below the true value" if s.approximate else ""
         lines.append(f"  {glyph[k]} {s.label}{note}")
     for k in bands:
-        lines.append(f"  : {fig.series[k].family}: certified interval between {fig.lower_label} and {fig.y_label}")
+        lines.append(f"  : certified interval of {glyph[k]} between {fig.lower_label} and {fig.y_label}")
     return "\n".join(lines) + "\n"
 
 
@@ -567,7 +570,8 @@ def image_bytes(fig: Figure, fmt: str) -> bytes:
                     color=colour,
                     alpha=0.3,
                     linewidth=0,
-                    label=f"{s.family}: certified interval [{fig.lower_label}, {fig.y_label}]",
+                    label=(f"{s.where}: " if s.where else "")
+                    + f"{s.family}: certified interval [{fig.lower_label}, {fig.y_label}]",
                 )
         if fig.kind is not None:
             _reference(ax, fig)
