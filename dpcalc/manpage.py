@@ -1,6 +1,7 @@
 """Generate the man pages in man/ from the Click definitions.
 
-Regenerate with ``python -m dpcalc.manpage`` (writes man/*.1). The EXAMPLES
+Regenerate with ``python -m dpcalc.manpage`` (writes man/*.1); ``--options`` and ``--plots`` print the
+README's tables of options and of plot axes. The EXAMPLES
 and EXIT STATUS sections are written here by hand; everything else comes
 from the commands' own help, so the pages cannot drift from the CLI (a test
 regenerates them and compares).
@@ -46,12 +47,17 @@ EXAMPLES = {
         ("ρ-zCDP as (ε, δ):", "dpcalc convert zcdp --rho 0.5 --delta 1e-5"),
         ("Attack success against (1, 1e-5)-DP:", "dpcalc convert dp --epsilon 1 --delta 1e-5 --to attack"),
         ("From a pipe:", "dpcalc calibrate gaussian --mu 0.5 --json | dpcalc convert --delta 1e-5"),
+        ("ε against δ for three μ, with a text chart:", "dpcalc convert gdp --mu 0.5,1,2 --plot -"),
     ],
     "compose": [
         ("1000 Gaussian releases:", "dpcalc compose gaussian --sigma 2 --times 1000 --delta 1e-5"),
         ("Basic, advanced and optimal composition:", "dpcalc compose dp --epsilon 0.1 --delta 1e-7 --times 100"),
         ("A ledger with a budget:", "dpcalc compose --ledger examples/privacy.toml --max-epsilon 8"),
         ("Total ε as a bare number:", "dpcalc compose gaussian --sigma 2 --times 100 --delta 1e-5 --value epsilon"),
+        (
+            "A ledger's budget check as a Markdown report (for $GITHUB_STEP_SUMMARY):",
+            "dpcalc compose --ledger examples/privacy.toml --max-epsilon 8 --format markdown",
+        ),
     ],
     "amplify": [
         ("Subsampling an (ε, δ) mechanism:", "dpcalc amplify dp --epsilon 1 --delta 1e-6 --rate 0.01"),
@@ -62,6 +68,10 @@ EXAMPLES = {
     ],
     "group": [
         ("Groups of 1 to 10 records:", "dpcalc group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10"),
+        (
+            "The same, with δ against k drawn under the table:",
+            "dpcalc group dp --epsilon 0.5 --delta 1e-7 --size 1:10:10 --plot -",
+        ),
         ("A Gaussian mechanism and a group of 4:", "dpcalc group gaussian --sigma 4 --size 4 --delta 1e-5"),
     ],
     "plan-sgd": [
@@ -100,8 +110,8 @@ EXIT_STATUS = [
     ("3", "An internal error in dpcalc (a bug). No input is expected to cause it."),
     (
         "74",
-        "Output could not be written (stdout or stderr closed, a full disk, or machine output the encoding "
-        "cannot carry): one Error: line.",
+        "Output could not be written (stdout or stderr closed, a full disk, machine output the encoding "
+        "cannot carry, or the --plot file): one Error: line.",
     ),
     ("130", "Interrupted (Ctrl-C): Error: interrupted. on stderr."),
     ("141", "stdout's reader went away (dpcalc ... | head -1): dpcalc stops quietly."),
@@ -195,10 +205,25 @@ def render_page(name: str) -> str:
             ".SH OUTPUT",
             ".PP",
             _esc(
-                "Tables for people (numbers rounded toward the safe side; warnings on stderr); --json for one "
-                "versioned JSON document (schema in dpcalc/schema/result-v1.schema.json); --format csv or ndjson for "
-                "rows; --value KEY for bare numbers. Every row has a method and a bound: exact, upper (a sound "
-                "guarantee) or approximate (may under-report; never the default answer)."
+                "Tables for people (numbers rounded toward the safe side; warnings on stderr); --format markdown for "
+                "reports (the same table and rounding as GitHub-flavoured Markdown, with the notes, warnings and "
+                "budget verdict); --json for one versioned JSON document (schema in "
+                "dpcalc/schema/result-v1.schema.json); --format csv or ndjson for rows; --value KEY for bare numbers. "
+                "Every row has a method and a bound: exact, upper (a sound guarantee) or approximate (may "
+                "under-report; never the default answer)."
+            ),
+        ]
+        body += [
+            ".SH PLOTS",
+            ".PP",
+            _esc(
+                "--plot FILE draws the rows' curve into a .png, .svg or .pdf file (needs matplotlib: pip install "
+                "'dpcalc[plot]'); --plot - draws a text chart under the table (on stderr when stdout carries json, "
+                "csv, ndjson or --value, which it never changes; in the report with --format markdown). The answer "
+                "is the y axis and the first input given two or more values the x axis; other inputs with several "
+                "values and each engine are lines of their own. Certified PLD intervals are bands, approximate "
+                "lines are dashed, and the legend names each line's method and bound. Rows that are not a curve "
+                "refuse --plot (exit 2)."
             ),
         ]
         body += [
@@ -291,6 +316,39 @@ def option_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def plot_table() -> str:
+    """The README's table of plot axes, generated from :data:`dpcalc.plot.CURVES` (a test keeps it in step)."""
+    from dpcalc.plot import CURVES
+
+    groups: dict[int, list[str]] = {}
+    for command, curves in CURVES.items():
+        groups.setdefault(id(curves), []).append(command)
+    lines = [
+        "| command | y axis | x axis: the first of these given two or more values (others split lines) | drawn with |",
+        "| --- | --- | --- | --- |",
+    ]
+    extras = {"tradeoff": "the diagonal β = 1 − α, each curve's exact form, the GDP curve of the same μ",
+              "attack": "the diagonal TPR = FPR, each curve's exact form"}  # fmt: skip
+    for commands in groups.values():
+        curves = CURVES[commands[0]]
+        # A declaration shared by a command's every mode and its pipe mode is shown once, by the command's name.
+        names = f"`{commands[0]}` (every mode, and piped)" if len(commands) > 1 else f"`{commands[0]}`"
+        rows: list[tuple[list[str], str, str]] = []
+        for chart in curves.charts:
+            xs = ", ".join(f"`{x}`" for x in chart.x)
+            when = [f"with `--{n.replace('_', '-')}`" for n in chart.needs] + (
+                [extras[chart.kind]] if chart.kind else []
+            )
+            if rows and rows[-1][1:] == (xs, "; ".join(when)):
+                rows[-1][0].append(chart.y)  # the same axes for another answer (what an inverse search solved for)
+            else:
+                rows.append(([chart.y], xs, "; ".join(when)))
+        for ys, xs, when in rows:
+            y = ", ".join(f"`{k}`" for k in ys) + (" (the one solved for)" if len(ys) > 1 else "")
+            lines.append(f"| {names} | {y} | {xs} | {when or '–'} |")
+    return "\n".join(lines) + "\n"
+
+
 def pages() -> dict[str, str]:
     """File name → page text for every page."""
     out = {"dpcalc.1": render_page("dpcalc")}
@@ -302,6 +360,9 @@ def pages() -> dict[str, str]:
 def main(argv: list[str] | None = None) -> None:
     if argv and argv[0] == "--options":
         sys.stdout.write(option_table())
+        return
+    if argv and argv[0] == "--plots":
+        sys.stdout.write(plot_table())
         return
     target = Path(argv[0] if argv else "man")
     target.mkdir(exist_ok=True)

@@ -1,4 +1,4 @@
-"""Result → text table | JSON | CSV | ndjson. The only module that prints.
+"""Result → text table | Markdown | JSON | CSV | ndjson, and plots. The only module that prints.
 
 Tables round every number in the direction that keeps it safe (see
 :class:`dpcalc.model.Column`), so a displayed ε is never below the computed
@@ -9,6 +9,13 @@ table, with no trailing spaces on any line), so nothing in them is ever read
 as markup, and 100,000 rows take about a second. On a terminal the header is
 bold, the title italic and approximate rows yellow (no colour with
 ``NO_COLOR``; no styles at all with ``TERM=dumb``).
+
+Markdown (``--format markdown``) is the table as GitHub-flavoured Markdown with
+the same safe-side rounding, its notes, warnings and budget verdict: a report for
+``$GITHUB_STEP_SUMMARY``, a pull-request comment or a model card. ``--plot`` draws
+the rows' curve (:mod:`dpcalc.plot`): to an image file, or as a text chart under the
+table (in the report for Markdown; on stderr for machine output, which it never
+touches).
 
 Text for people is made terminal-safe and spelled for its stream's encoding by
 :mod:`dpcalc.textio` (which see). Machine output is built whole before one write: an error never
@@ -22,6 +29,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from typing import Any, TextIO
@@ -38,7 +46,7 @@ from dpcalc.textio import (  # noqa: F401 - re-exported: the names render's call
     unicode_capable,
 )
 
-FORMATS = ("table", "json", "csv", "ndjson")
+FORMATS = ("table", "json", "csv", "ndjson", "markdown")
 SIGNIFICANT = 6
 
 
@@ -143,11 +151,18 @@ def _warning_text(message: str, stream: Any) -> str:
 
 
 def render(
-    result: Result, fmt: str = "table", out: TextIO | None = None, err: TextIO | None = None, value: str | None = None
+    result: Result,
+    fmt: str = "table",
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    value: str | None = None,
+    plot: tuple[str, Any] | None = None,
 ) -> None:
     """Print ``result`` to ``out`` (warnings and a failed budget check to ``err``).
 
-    Everything is built first and written once, so an error leaves no partial output.
+    ``plot`` is (target, :class:`dpcalc.plot.Figure`): target ``-`` puts a text chart under a table or
+    into a Markdown report, and on ``err`` for machine output; a file name writes an image there.
+    Everything is built first and written once (the image file first), so an error leaves no partial output.
     """
     out = out or sys.stdout
     err = err or sys.stderr
@@ -173,19 +188,126 @@ def render(
         for row in result.rows:
             writer.writerow(["" if row.get(c.key) is None else _csv_value(row.get(c.key)) for c in result.columns])
         text = buf.getvalue()
+    elif fmt == "markdown":
+        text = markdown_text(result, stream_encoding(out))
+        machine = False
     else:
         text = table_text(result, stream_encoding(out), _styles(out))
         machine = False
+    chart = ""
+    if plot is not None:
+        target, figure = plot
+        if target == "-":
+            from dpcalc.plot import text_chart
+
+            if value is None and fmt == "table":
+                text += "\n" + for_people_lines(text_chart(figure), out)
+            elif value is None and fmt == "markdown":
+                text += "\n```text\n" + for_people_lines(text_chart(figure), out) + "```\n"
+            else:
+                chart = for_people_lines(text_chart(figure), err)
+        else:
+            _write_plot(figure, target)
     notes = ""
     if result.failure:
         notes += for_people(result.failure, err) + "\n"
-    if fmt != "json" or value is not None:
+    if fmt not in ("json", "markdown") or value is not None:
         notes += "".join(_warning_text(w, err) for w in result.warnings)
-    _write(err, notes)
+    _write(err, notes + chart)
     if machine:
         _write_machine(out, text, what)
     else:
         _write(out, text)
+
+
+def for_people_lines(text: str, stream: Any) -> str:
+    """Several lines of text for people (a chart), each made safe and spelled for ``stream``."""
+    return "".join(for_people(line, stream) + "\n" for line in text.splitlines())
+
+
+def _write_plot(figure: Any, path: str) -> None:
+    """Draw ``figure`` into the image file ``path`` (format by extension), whole or not at all."""
+    import os
+
+    from dpcalc.plot import image_bytes, write_file
+
+    data = image_bytes(figure, os.path.splitext(path)[1].lower().lstrip("."))
+    try:
+        write_file(data, path)
+    except OSError as exc:
+        raise OutputError(f"the plot file {path!r}", exc.strerror or str(exc)) from None
+
+
+# --------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------
+
+#: Characters that could start Markdown (or GitHub's math) inside a line; each is backslash-escaped.
+_MD_INLINE = str.maketrans({ch: "\\" + ch for ch in "\\`*_[]<>|~&$"})
+#: A line that would otherwise open a block (heading, list, quote, rule, numbered list).
+_MD_BLOCK = re.compile(r"^(\s*)([#>+=-]|\d+[.)])")
+
+
+def md_escape(text: str, block: bool = False) -> str:
+    """``text`` as literal Markdown: control characters replaced (see :func:`clean`), markup characters escaped
+    (and, for a ``block`` of its own such as a paragraph, a leading ``#``, ``-``, ``>`` or ``1.``).
+
+    >>> md_escape("a|b *c* [d](e)")
+    'a\\\\|b \\\\*c\\\\* \\\\[d\\\\](e)'
+    """
+    text = clean(text).translate(_MD_INLINE)
+    return _MD_BLOCK.sub(lambda m: m.group(1) + "\\" + m.group(2), text) if block else text
+
+
+def markdown_text(result: Result, encoding: str = "utf-8") -> str:
+    """``result`` as GitHub-flavoured Markdown: a heading, the budget verdict (if checked), the table, the notes
+    and warnings. Cells are the table's (numbers rounded toward the safe side), escaped (pipes included)."""
+    people = lambda text: spell(md_escape(text), encoding)  # noqa: E731
+    paragraph = lambda text: spell(md_escape(text, block=True), encoding)  # noqa: E731
+    out = [f"### dpcalc {people(result.command)}", ""]
+    verdict = _budget_verdict(result)
+    if verdict:
+        out += [f"**{people(verdict[0])}** {people(verdict[1])}", ""]
+    columns = result.columns
+    numeric = [c.kind in ("float", "int") for c in columns]
+    out.append("| " + " | ".join(people(c.label) for c in columns) + " |")
+    out.append("| " + " | ".join("---:" if n else "---" for n in numeric) + " |")
+    body = [_column_cells(c, result.rows, "utf-8") for c in columns]
+    bound = next((j for j, c in enumerate(columns) if c.key == "bound"), None)
+    for i, row in enumerate(result.rows):
+        cells = [people(col[i]) for col in body]
+        if bound is not None and row.get("bound") == "approximate":
+            cells[bound] = f"**{cells[bound]}**"  # as tables show such rows in yellow
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    for note in result.notes:
+        out += [paragraph(note), ""]
+    if result.warnings:
+        out += ["**Warnings**", ""]
+        out += [f"- {people(w)}" for w in result.warnings]
+        out.append("")
+    out.append(
+        "_Numbers are rounded toward the safe side (upper bounds up, lower bounds down); `--json` has them in full._"
+    )
+    return "\n".join(out) + "\n"
+
+
+def _budget_verdict(result: Result) -> tuple[str, str] | None:
+    """(headline, detail) of the budget check (``--max-epsilon`` or a ledger's ``max_epsilon``), if one was made."""
+    budget = result.extra.get("budget")
+    if not budget:
+        return None
+    limit = format_number(float(budget["max_epsilon"]))
+    checked = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float)]
+    worst = max(checked, key=lambda r: r["epsilon"])
+    at = f" at δ = {format_number(worst['delta'], 'up')}" if isinstance(worst.get("delta"), float) else ""
+    eps = format_number(worst["epsilon"], "up")
+    how = f"({worst.get('method')}, {worst.get('bound')})"
+    if budget.get("exceeded"):
+        over = [r for r in checked if r["epsilon"] > float(budget["max_epsilon"])]
+        rows = f"; {len(over)} of {len(checked)} rows are over it" if len(checked) > 1 else ""
+        return "Budget check: failed.", f"ε = {eps}{at} {how} is over the budget of {limit}{rows}."
+    return "Budget check: passed.", f"ε = {eps}{at} {how} is within the budget of {limit}."
 
 
 def _json_text(result: Result, fmt: str, ascii_only: bool) -> str:

@@ -95,7 +95,8 @@ def _silence(stream) -> None:
 
 def _output_failed(exc, streams) -> int:
     """Exit status for an output fault: a broken pipe quietly 141; anything else one Error line and 74."""
-    _silence(streams[exc.stream])
+    if exc.stream in streams:  # else a file (--plot FILE): nothing of it is buffered
+        _silence(streams[exc.stream])
     if exc.broken_pipe:
         return int(ExitCode.BROKEN_PIPE)
     _say(f"Error: {_one_line(str(exc))}.")

@@ -139,8 +139,27 @@ def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, valu
         _check_finite(result)  # what the command would refuse to print, the API refuses to return
         _captured.append(result)
         return int(result.status)
-    render(result, "json" if as_json else fmt, value=value)
+    plot = meta.get("dpcalc.plot")
+    render(result, "json" if as_json else fmt, value=value, plot=None if plot is None else (plot, figure(result)))
     return int(result.status)
+
+
+def figure(result):
+    """The figure --plot draws for ``result`` (see :mod:`dpcalc.plot`), or a usage error saying why there is none."""
+    from dpcalc.plot import PlotError, figure_for
+
+    try:
+        return figure_for(result)
+    except PlotError as exc:
+        if str(exc).endswith("."):
+            raise click.UsageError(str(exc)) from None
+        ctx = click.get_current_context()
+        while ctx.parent is not None and not isinstance(ctx.parent.command, click.Group):
+            ctx = ctx.parent  # the command the user typed (a pipe runs others inside it)
+        typed = {o for p in ctx.command.params for o in getattr(p, "opts", ())}
+        names = [o for o in ("--" + k.replace("_", "-") for k in exc.grids) if o in typed]
+        hint = f": give a grid (a,b,c or START:STOP:N) to one of {', '.join(names)}" if names else ""
+        raise click.UsageError(f"{exc}{hint}.") from None
 
 
 def check_budget(result, max_epsilon: float):

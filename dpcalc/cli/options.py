@@ -220,8 +220,55 @@ def _format_callback(ctx, param, value):
     return "table" if value == "ndjson" else value
 
 
+#: Image formats ``--plot FILE`` writes, by the file's extension (as in :data:`dpcalc.plot.IMAGE_FORMATS`).
+PLOT_FORMATS = ("png", "svg", "pdf")
+
+
+def _plot_callback(ctx, param, value):
+    """Check ``--plot`` before anything is computed: ``-``, or a .png/.svg/.pdf file in a writable directory,
+    with matplotlib installed."""
+    import os
+
+    if value is None:
+        return None
+    if value != "-":
+        if os.path.isdir(value):
+            raise click.BadParameter(f"{value!r} is a directory; give a file name.", ctx, param)
+        ext = os.path.splitext(value)[1].lower().lstrip(".")
+        if ext not in PLOT_FORMATS:
+            raise click.BadParameter(
+                f"{value!r} — the image format comes from the file's extension: give a file ending in .png, .svg or "
+                ".pdf, or - for a text chart.",
+                ctx,
+                param,
+            )
+        directory = os.path.dirname(os.path.abspath(value))
+        if not os.path.isdir(directory):
+            raise click.BadParameter(f"{value!r} — its directory {directory!r} does not exist.", ctx, param)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise click.BadParameter(f"{value!r} — its directory {directory!r} is not writable.", ctx, param)
+        from dpcalc.plot import EXTRA, matplotlib_missing
+
+        if matplotlib_missing():
+            raise click.UsageError(
+                f"--plot FILE needs matplotlib, which is not installed: {EXTRA} (or --plot - for a text chart)."
+            )
+    ctx.meta["dpcalc.plot"] = value
+    return value
+
+
 def output_options(f: Callable) -> Callable:
-    """``--format``, its shorthand ``--json``, and ``--value`` for bare numbers."""
+    """``--format``, its shorthand ``--json``, ``--value`` for bare numbers and ``--plot`` for curves."""
+    f = click.option(
+        "--plot",
+        metavar="FILE|-",
+        expose_value=False,
+        callback=_plot_callback,
+        help="Draw the rows' curve: ε against δ, β against α, ε against epochs or steps, σ against ε, … (one line "
+        "per engine or grid value; certified PLD intervals as bands; approximate lines dashed). FILE.png, .svg or "
+        ".pdf needs matplotlib (pip install 'dpcalc[plot]'); - draws a text chart under the table (on stderr with "
+        "json, csv, ndjson or --value; in the report with markdown). What stdout carries otherwise is unchanged.",
+    )(f)
     f = click.option(
         "--value",
         metavar="KEY",
@@ -238,12 +285,13 @@ def output_options(f: Callable) -> Callable:
     f = click.option(
         "--format",
         "fmt",
-        type=click.Choice(["table", "json", "csv", "ndjson"]),
+        type=click.Choice(["table", "json", "csv", "ndjson", "markdown"]),
         default="table",
         show_default=True,
         callback=_format_callback,
-        help="Output format: table for people; json (one document), csv or ndjson (one JSON object per row) for "
-        "programs.",
+        help="Output format: table for people; markdown for reports (a GitHub-flavoured table with the notes, "
+        "warnings and budget verdict, for $GITHUB_STEP_SUMMARY or a pull-request comment); json (one document), csv "
+        "or ndjson (one JSON object per row) for programs.",
     )(f)
     return f
 
