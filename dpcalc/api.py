@@ -19,6 +19,8 @@ with the options it was given; it only skips printing. Input the command would r
 
 Stability: the function names, their keyword arguments and the result's fields follow the
 command line's options and JSON schema (``schema_version``), and change only with them.
+One call at a time per process: a call swaps ``sys.stdin`` while the command reads it (use
+processes, not threads, to run calls in parallel).
 """
 
 from __future__ import annotations
