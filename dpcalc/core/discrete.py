@@ -113,7 +113,7 @@ EXTENDED = np.finfo(np.longdouble).nmant >= 63
 DGAUSS_TAIL = 1e-40
 
 #: Largest number of integers the discrete Gaussian's sums run over (about 26σ of them).
-DGAUSS_MAX_ATOMS = 1 << 23
+DGAUSS_MAX_ATOMS = 1 << 22
 
 #: Without extended precision the masses are computed one by one in decimal: at most this many.
 _DECIMAL_MAX_ATOMS = 1 << 16
