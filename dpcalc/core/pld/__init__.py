@@ -10,6 +10,10 @@ stage:
   add, [ZDW]) and sampled-without-replacement (the symmetrised hull
   C_q(f) of both, [DRS] Thm 4.2) forms, each with error bounds on its
   floating-point tails.
+* :mod:`.discrete` — the discrete mechanisms: discrete Gaussian and
+  discrete Laplace (atoms at their integer losses), k-ary randomized
+  response, and the pair dominating every ε-bounded-range mechanism
+  (exponential mechanism, report-noisy-max with Gumbel noise).
 * :mod:`.discretise` — each step on a grid jh (h a power of two), twice:
   *upper*, a dominating PLD by "connect the dots" ([DGKKM]: each bin's mass
   spread onto its end nodes keeping its P- and Q-mass, which can only raise
@@ -62,6 +66,7 @@ References
    arXiv:1905.02383 (Thm 4.2: subsampling without replacement, C_q(f)).
 """
 
+from .discrete import bounded_range, discrete_gaussian, discrete_laplace, generalized_rr, randomized_response
 from .engine import ABS_WIDTH, MIN_DELTA, REL_WIDTH, UPPER_H, Answer, Interval, delta_interval, epsilon
 from .mechanisms import (
     Direction,
@@ -85,6 +90,11 @@ __all__ = [
     "subsampled_laplace",
     "sampled_wor_gaussian",
     "sampled_wor_laplace",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "randomized_response",
+    "bounded_range",
+    "generalized_rr",
     "Answer",
     "Interval",
     "epsilon",

@@ -1,0 +1,753 @@
+"""Discrete mechanisms: discrete Gaussian, discrete Laplace, randomized response, bounded range.
+
+Closed forms and calibrations, rounded toward the safe side; the privacy
+loss distributions the PLD engine composes are in :mod:`.pld.discrete`.
+
+* **Discrete Gaussian** N_Z(0, σ²) (P(x) ∝ e^{−x²/(2σ²)} on the integers) on
+  an integer query of sensitivity Δ ([CKS]). The pair P = N_Z(0, σ²),
+  Q = N_Z(Δ, σ²) has the loss L(x) = Δ(Δ − 2x)/(2σ²) (the normalising
+  constants cancel for an integer shift), so
+
+      δ(ε) = Σ_{x: L(x) > ε} P(x) − e^ε Q(x)
+           = P[X <= X*] − e^ε P[X <= X* − Δ],   X* = ⌈Δ/2 − εσ²/Δ⌉ − 1
+
+  ([CKS] Thm 7 in the form of its tails). A smaller shift d < Δ is no
+  worse: the family is log-concave, so its likelihood ratio is monotone and
+  the best tests are thresholds whose power grows with the shift. The sums
+  run over x in [−N, N] with e^{−N²/(2σ²)} <= 1e-40; what is left out is
+  bounded (f decreasing: Σ_{x>N} f(x) <= f(N+1)(1 + σ²/(N+1))) and added
+  to the upper end. The masses are computed in extended precision (x86 long
+  double, 64-bit mantissa) and the normaliser by an exactly rounded sum, so
+  every δ comes with an interval whose width is round-off only.
+  zCDP: ρ = Δ²/(2σ²) ([CKS] Thm 4 / Prop 5: D_α <= αΔ²/(2σ²), with equality
+  at the orders where (α − 1)Δ is an integer — α = 2 among them — so no
+  smaller ρ holds). It is *not* claimed to be Δ/σ-GDP.
+* **Discrete Laplace** (geometric) with scale t: P(x) ∝ e^{−|x|/t}.
+  Pure ε = Δ/t, exact; its losses take the Δ + 1 values (Δ − 2x)/t,
+  x = 0..Δ (all x <= 0 share the top one, all x >= Δ the bottom one), so
+  δ(ε) is a finite sum, exact.
+* **Randomized response** over k values: keep the true value with
+  probability e^{ε₀}/(e^{ε₀} + k − 1), else one of the k − 1 others
+  uniformly. Losses ε₀, 0 (k > 2), −ε₀ with P-masses keep, (k−2)r, r
+  (r = (1 − keep)/(k − 1)): δ(ε) = keep·(1 − e^{ε−ε₀}) for ε < ε₀.
+* **ε₀-bounded range** (BR; [DDR], [DR19]): the loss of every neighbouring
+  pair ranges over an interval of width ε₀. The exponential mechanism run
+  the usual way for ε₀-DP (scores·ε₀/(2Δu), or ·ε₀/Δu for monotone scores),
+  and report-noisy-max with Gumbel noise, are ε₀-BR. Every BR pair is
+  dominated by the generalized randomized response with some t in [0, ε₀]
+  (losses t and t − ε₀; [DDR] §4), whose δ(ε) is maximised at t = (ε₀ + ε)/2:
+
+      δ(ε) = (e^{ε₀/2} − e^{ε/2})² / (e^{ε₀} − 1)   for 0 <= ε <= ε₀
+
+  — exact for the class (attained by a BR pair). ε₀-BR ⇒ ε₀-DP and
+  (ε₀²/8)-zCDP ([CR] Lemma 3.2, via Hoeffding's lemma).
+
+References
+----------
+.. [CKS] C. Canonne, G. Kamath, T. Steinke. The Discrete Gaussian for
+   Differential Privacy. NeurIPS 2020, arXiv:2004.00010.
+.. [GRS] A. Ghosh, T. Roughgarden, M. Sundararajan. Universally
+   Utility-Maximizing Privacy Mechanisms. STOC 2009 (the geometric mechanism).
+.. [W] S. Warner. Randomized response. JASA 1965; k-ary form: Kairouz, Oh,
+   Viswanath, Extremal Mechanisms for Local Differential Privacy, 2014.
+.. [DDR] J. Dong, D. Durfee, R. Rogers. Optimal Differential Privacy
+   Composition for Exponential Mechanisms. ICML 2020, arXiv:1909.13830.
+.. [DR19] D. Durfee, R. Rogers. Practical Differentially Private Top-k
+   Selection with Pay-what-you-get Composition. NeurIPS 2019,
+   arXiv:1905.04273 (bounded range).
+.. [CR] M. Cesar, R. Rogers. Bounding, Concentrating, and Truncating:
+   Unifying Privacy Loss Composition for Data Analytics. ALT 2021,
+   arXiv:2004.07223.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+from functools import lru_cache
+
+import numpy as np
+
+from ._arrays import all_scalar, checked, finish, log_expm1
+from .errors import ValidationError
+from .solve import bisect_predicate
+
+__all__ = [
+    # discrete Gaussian
+    "dgauss_delta_at",
+    "dgauss_delta_interval",
+    "dgauss_epsilon_at",
+    "dgauss_rho_of",
+    "dgauss_sigma_for_rho",
+    "dgauss_sigma",
+    "dgauss_variance",
+    # discrete Laplace
+    "dlaplace_epsilon_of",
+    "dlaplace_scale_for_epsilon",
+    "dlaplace_delta_at",
+    "dlaplace_epsilon_at",
+    "dlaplace_variance",
+    # randomized response
+    "rr_keep_of",
+    "rr_epsilon_of_keep",
+    "rr_delta_at",
+    "rr_epsilon_at",
+    # bounded range (exponential mechanism, report-noisy-max with Gumbel noise)
+    "br_delta_at",
+    "br_epsilon_at",
+    "br_rho_of",
+    "br_epsilon0_for",
+    "br_epsilon0_for_rho",
+    "DGAUSS_TAIL",
+    "DGAUSS_MAX_ATOMS",
+]
+
+_U = float(np.finfo(float).eps)
+_LD = np.longdouble
+_ULD = float(np.finfo(np.longdouble).eps)
+
+#: Whether long double carries at least a 64-bit mantissa here (x86, or quad on aarch64 Linux).
+EXTENDED = np.finfo(np.longdouble).nmant >= 63
+
+#: The discrete Gaussian's sums stop where e^{−x²/(2σ²)} <= this (what is left is bounded and added).
+DGAUSS_TAIL = 1e-40
+
+#: Largest number of integers the discrete Gaussian's sums run over (about 26σ of them).
+DGAUSS_MAX_ATOMS = 1 << 22
+
+#: Without extended precision the masses are computed one by one in decimal: at most this many.
+_DECIMAL_MAX_ATOMS = 1 << 16
+
+
+# --------------------------------------------------------------------------
+# Rounding helpers
+# --------------------------------------------------------------------------
+
+
+def _up(x, rel=0.0, abs_=0.0):
+    """x raised by a relative and an absolute error bound, then by one ulp (so it is above the truth)."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.nextafter(x + np.abs(x) * rel + abs_, np.inf)
+
+
+def _down(x, rel=0.0, abs_=0.0):
+    x = np.asarray(x, dtype=np.float64)
+    return np.nextafter(x - np.abs(x) * rel - abs_, -np.inf)
+
+
+def _ld_up(x) -> np.ndarray:
+    """A long double rounded up to a double."""
+    x = np.asarray(x, dtype=_LD)
+    d = x.astype(np.float64)
+    return np.where(d.astype(_LD) < x, np.nextafter(d, np.inf), d)
+
+
+def _ld_down(x) -> np.ndarray:
+    x = np.asarray(x, dtype=_LD)
+    d = x.astype(np.float64)
+    return np.where(d.astype(_LD) > x, np.nextafter(d, -np.inf), d)
+
+
+def _two_prod(a, b):
+    """(p, e) with p + e = a·b exactly (Dekker; no overflow assumed)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    p = a * b
+    c = 134217729.0  # 2^27 + 1
+    with np.errstate(over="ignore", invalid="ignore"):
+        ah = a * c
+        ah = ah - (ah - a)
+        al = a - ah
+        bh = b * c
+        bh = bh - (bh - b)
+        bl = b - bh
+        e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, np.nan_to_num(e)
+
+
+def _div_up(a, b):
+    """a/b (a, b > 0) rounded up: the smallest double r with r·b >= a, checked exactly."""
+    r = np.asarray(a, np.float64) / np.asarray(b, np.float64)
+    p, e = _two_prod(r, b)
+    low = (p < a) | ((p == a) & (e < 0))
+    return np.where(low, np.nextafter(r, np.inf), r)
+
+
+def _div_down(a, b):
+    r = np.asarray(a, np.float64) / np.asarray(b, np.float64)
+    p, e = _two_prod(r, b)
+    high = (p > a) | ((p == a) & (e > 0))
+    return np.where(high, np.nextafter(r, -np.inf), r)
+
+
+def _integer(name, value, low=1):
+    return checked(name, value, low=low, low_open=False, high=2.0**31, integer=True)
+
+
+# --------------------------------------------------------------------------
+# Discrete Gaussian
+# --------------------------------------------------------------------------
+
+
+class DGaussTable:
+    """The masses of N_Z(0, σ²) on x = −N..N and their prefix sums, with error bounds.
+
+    ``p`` (long double) are the masses f(x)/Z, each within ``rel`` (relative)
+    of the truth; ``tail`` bounds the mass beyond N on each side. ``cum`` are
+    the prefix sums (block-wise, so their round-off is at most ``cum_rel``
+    relative). ``p64`` are the masses rounded to the nearest double (within
+    ``rel64``).
+    """
+
+    def __init__(self, sigma: float):
+        self.sigma = float(sigma)
+        n_half = int(math.ceil(self.sigma * math.sqrt(2.0 * math.log(1.0 / DGAUSS_TAIL)))) + 1
+        n_atoms = 2 * n_half + 1
+        if n_atoms > DGAUSS_MAX_ATOMS or (not EXTENDED and n_atoms > _DECIMAL_MAX_ATOMS):
+            cap = (DGAUSS_MAX_ATOMS if EXTENDED else _DECIMAL_MAX_ATOMS) / (2 * n_half / self.sigma)
+            raise ValidationError(
+                "sigma",
+                self.sigma,
+                f"at most {cap:.4g} for the discrete Gaussian (its sums run over {n_atoms} integers; "
+                "for larger σ use the zCDP bound or the continuous Gaussian's as an approximation)",
+            )
+        self.N = n_half
+        x = np.arange(-n_half, n_half + 1, dtype=np.int64)
+        self.x = x
+        if EXTENDED:
+            s2 = _LD(self.sigma) * _LD(self.sigma)
+            xl = x.astype(_LD)
+            t = (xl * xl) / (2 * s2)
+            f = np.exp(-t)
+            # exponent: x² exact, σ² and the division rounded (3 u_ld relative); exp to 1 u_ld.
+            t_max = float(t.max())
+            f_rel = (3.0 * t_max + 4.0) * _ULD
+        else:  # pragma: no cover - exercised by monkeypatching EXTENDED in the tests
+            f = _decimal_gauss(x, self.sigma)
+            f_rel = 0.5 * _U
+        # Z = Σ f: the long doubles split exactly into two doubles each, summed exactly rounded.
+        hi = np.asarray(f, dtype=np.float64)
+        lo = np.asarray(f - hi.astype(f.dtype), dtype=np.float64)
+        z = math.fsum(np.concatenate([hi, lo]).tolist())
+        n1 = float(n_half + 1)
+        tail_f = math.exp(-(n1 * n1) / (2.0 * self.sigma * self.sigma)) * (1.0 + self.sigma**2 / n1) * (1 + 1e-12)
+        # Z_true in [z(1 − f_rel − u/2), z(1 + f_rel + u/2) + 2·tail_f]
+        z_rel = f_rel + 0.5 * _U + 2.0 * tail_f / z
+        ld = f.dtype
+        self.p = f / ld.type(z)
+        self.rel = f_rel + z_rel + 4.0 * _ULD + (0.0 if EXTENDED else 2 * _U)
+        self.tail = tail_f  # Z >= 1 (the x = 0 term): the mass beyond N on each side is at most tail_f
+        self.p64 = np.asarray(self.p, dtype=np.float64)
+        self.rel64 = self.rel + 0.5 * _U
+        # Prefix sums by blocks of B: round-off at most (B + n/B + 2) u_ld relative (positive terms).
+        b = 1024
+        n = self.p.size
+        m = -(-n // b)
+        padded = np.zeros(m * b, dtype=ld)
+        padded[:n] = self.p
+        blocks = np.cumsum(padded.reshape(m, b), axis=1)
+        offs = np.concatenate([np.zeros(1, dtype=ld), np.cumsum(blocks[:, -1])[:-1]])
+        self.cum = (blocks + offs[:, None]).reshape(-1)[:n]
+        self.cum_rel = (b + m + 2) * (_ULD if EXTENDED else _U)
+
+    def delta_bounds(self, eps: np.ndarray, sens: int):
+        """[lower, upper] on δ(ε) of the pair N_Z(0, σ²) vs N_Z(Δ, σ²) (ε >= 0), as doubles."""
+        eps = np.asarray(eps, dtype=np.float64)
+        s2 = self.sigma * self.sigma
+        xs = sens / 2.0 - eps * s2 / sens
+        with np.errstate(invalid="ignore", over="ignore"):
+            X = np.ceil(xs) - 1.0
+        X = np.clip(np.nan_to_num(X, nan=-np.inf), -self.N - 1, self.N)
+        j = (X + self.N).astype(np.int64)  # index of X; −1: no atom above ε
+        cum = np.concatenate([np.zeros(1, dtype=self.cum.dtype), self.cum])  # cum[j + 1] = Σ_{i<=j} p_i
+        cp = cum[j + 1]
+        cq = cum[np.maximum(j - sens + 1, 0)]
+        ee = np.exp(eps.astype(self.cum.dtype))
+        dc = cp - ee * cq
+        err = (self.rel + self.cum_rel + 4 * _ULD) * (cp + ee * cq) + ee * cq * (2 + eps) * _ULD
+        # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
+        # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
+        for jj in (j, j + 1):
+            ok = (jj >= 0) & (jj < self.p.size)
+            xj = np.where(ok, jj - self.N, 0).astype(np.float64)
+            ell = sens * (sens - 2.0 * xj) / (2.0 * s2)
+            w = 8 * _U * (np.abs(ell) + np.abs(eps) + 1)
+            near = ok & (np.abs(ell - eps) <= w)
+            err = err + np.where(near, self.p[np.clip(jj, 0, self.p.size - 1)] * (2 * w), 0)
+        hi = _ld_up(dc + err + self.tail)
+        lo = _ld_down(dc - err - ee * self.tail)
+        return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+
+
+def _decimal_gauss(x, sigma):  # pragma: no cover - platforms without extended long double
+    with localcontext() as ctx:
+        ctx.prec = 40
+        s2 = Decimal(sigma) * Decimal(sigma) * 2
+        cache = {}
+        out = np.empty(x.size)
+        for i, v in enumerate(np.abs(x).tolist()):
+            if v not in cache:
+                cache[v] = float((-(Decimal(v) * Decimal(v)) / s2).exp())
+            out[i] = cache[v]
+    return out
+
+
+@lru_cache(maxsize=16)
+def dgauss_table(sigma: float) -> DGaussTable:
+    """The (cached) table of N_Z(0, σ²)."""
+    return DGaussTable(float(sigma))
+
+
+def _dg_args(sigma, sensitivity):
+    s = checked("sigma", sigma, low=0)
+    if (s < 0.05).any():
+        raise ValidationError("sigma", float(s[s < 0.05].flat[0]), "at least 0.05 for the discrete Gaussian")
+    d = _integer("sensitivity", sensitivity)
+    return s, d
+
+
+def _dg_delta(s, d, e):
+    """(lower, upper) δ at broadcast arrays σ, Δ, ε, one table per σ."""
+    s, d, e = np.broadcast_arrays(s, d, e)
+    lo = np.empty(s.shape)
+    hi = np.empty(s.shape)
+    for sv in np.unique(s):
+        tab = dgauss_table(float(sv))
+        for dv in np.unique(d[s == sv]):
+            sel = (s == sv) & (d == dv)
+            lo[sel], hi[sel] = tab.delta_bounds(e[sel], int(dv))
+    return lo, hi
+
+
+def dgauss_delta_interval(sigma, epsilon, sensitivity=1):
+    """[lower, upper] on the exact δ(ε) of the discrete Gaussian mechanism ([CKS] Thm 7).
+
+    The width is round-off only (about 1e-15 relative where δ is not far
+    below the tail masses it is the difference of).
+    """
+    scalar = all_scalar(sigma, epsilon, sensitivity)
+    s, d = _dg_args(sigma, sensitivity)
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    lo, hi = _dg_delta(s, d, e)
+    return finish(lo, hi, scalar=scalar)
+
+
+def dgauss_delta_at(sigma, epsilon, sensitivity=1):
+    """Exact δ(ε) of the discrete Gaussian N_Z(0, σ²) on an integer query of sensitivity Δ, rounded up.
+
+    Examples
+    --------
+    >>> round(dgauss_delta_at(2.0, 1.0), 6)
+    0.007249
+    """
+    scalar = all_scalar(sigma, epsilon, sensitivity)
+    s, d = _dg_args(sigma, sensitivity)
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    return finish(_dg_delta(s, d, e)[1], scalar=scalar)
+
+
+def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12):
+    """Smallest ε (rounded up, to ``rtol``) at which the discrete Gaussian is (ε, δ)-DP.
+
+    A bisection that keeps only points where the certified upper δ was at
+    most the target, so the answer is a sound upper bound within ``rtol`` of
+    the exact ε.
+    """
+    scalar = all_scalar(sigma, delta, sensitivity)
+    s, d = _dg_args(sigma, sensitivity)
+    dl = checked("delta", delta, low=0, high=1)
+    if (dl < 1e-30).any():
+        raise ValidationError("delta", float(dl[dl < 1e-30].flat[0]), "at least 1e-30 for the discrete Gaussian")
+    s, d, dl = np.broadcast_arrays(s, d, dl)
+
+    def pred(e):
+        return _dg_delta(s, d, e)[1] <= dl
+
+    # The largest loss kept is Δ(Δ + 2N)/(2σ²); above it δ is the tail alone (<= 1e-40 < δ).
+    n_half = np.array([dgauss_table(float(v)).N for v in s.reshape(-1)]).reshape(s.shape)
+    top = _up(d * (d + 2.0 * n_half) / (2.0 * s * s), rel=1e-12)
+    zero = pred(np.zeros(s.shape))
+    ok, bad = bisect_predicate(pred, top, np.zeros(s.shape), rtol=rtol, atol=1e-300)
+    ok = np.where(zero, 0.0, ok)
+    if not pred(ok).all():  # pragma: no cover - the bracket's top always holds
+        raise ArithmeticError("discrete Gaussian ε search failed")
+    return finish(ok, scalar=scalar)
+
+
+def dgauss_rho_of(sigma, sensitivity=1):
+    """ρ = Δ²/(2σ²), rounded up: the discrete Gaussian is ρ-zCDP ([CKS] Thm 4), and no smaller ρ."""
+    scalar = all_scalar(sigma, sensitivity)
+    s, d = _dg_args(sigma, sensitivity)
+    return finish(_up(d * d / (2.0 * s * s), rel=2 * _U), scalar=scalar)
+
+
+def dgauss_sigma_for_rho(rho, sensitivity=1):
+    """σ = Δ/√(2ρ), rounded up and re-checked: the smallest discrete Gaussian that is ρ-zCDP."""
+    scalar = all_scalar(rho, sensitivity)
+    r = checked("rho", rho, low=0)
+    d = _integer("sensitivity", sensitivity)
+    r, d = np.broadcast_arrays(r, d)
+    sig = _up(d / np.sqrt(2.0 * r), rel=2 * _U)
+    for _ in range(8):  # re-check ρ at σ (rounded up) against the target
+        bad = _up(d * d / (2.0 * sig * sig), rel=2 * _U) > r
+        if not bad.any():
+            break
+        sig = np.where(bad, np.nextafter(sig, np.inf), sig)
+    return finish(sig, scalar=scalar)
+
+
+def dgauss_sigma(epsilon, delta, sensitivity=1, *, rtol: float = 1e-9):
+    """Smallest σ (to ``rtol``, rounded up) for which the discrete Gaussian is (ε, δ)-DP.
+
+    Starts from the continuous Gaussian's analytic σ and bisects on σ with the
+    certified upper δ of :func:`dgauss_delta_at`: the returned σ was checked
+    (δ at it is at most the target); the point ``rtol`` below it was not.
+    """
+    from . import gaussian
+
+    scalar = all_scalar(epsilon, delta, sensitivity)
+    e = checked("epsilon", epsilon, low=0)
+    dl = checked("delta", delta, low=0, high=1)
+    if (dl < 1e-30).any():
+        raise ValidationError("delta", float(dl[dl < 1e-30].flat[0]), "at least 1e-30 for the discrete Gaussian")
+    d = _integer("sensitivity", sensitivity)
+    e, dl, d = np.broadcast_arrays(e, dl, d)
+    e, dl, d = e.reshape(-1), dl.reshape(-1), d.reshape(-1)
+    guess = np.maximum(np.asarray(gaussian.sigma_analytic(e, dl, d)), 0.05)
+    out = np.empty(e.size)
+    for i in range(e.size):
+
+        def pred(sig, i=i):
+            sig = np.maximum(np.asarray(sig, float), 0.05)
+            return np.array([_dg_delta(np.array([v]), d[i], e[i])[1][0] <= dl[i] for v in sig.reshape(-1)])
+
+        ok, bad = guess[i] * 1.02, guess[i] / 1.02
+        while not pred(np.array([ok]))[0]:
+            bad, ok = ok, ok * 1.5
+        while bad > 0.05 and pred(np.array([bad]))[0]:
+            ok, bad = bad, bad / 1.5
+        if bad <= 0.05 and pred(np.array([0.05]))[0]:
+            out[i] = 0.05
+            continue
+        ok_, _ = bisect_predicate(pred, np.array([ok]), np.array([max(bad, 0.05)]), rtol=rtol, geometric=True)
+        out[i] = ok_[0]
+    return finish(out.reshape(e.shape), scalar=scalar)
+
+
+def dgauss_variance(sigma):
+    """Var of N_Z(0, σ²), rounded up (it is below σ², [CKS] Cor 9)."""
+    scalar = all_scalar(sigma)
+    s = checked("sigma", sigma, low=0)
+    if (s < 0.05).any():
+        raise ValidationError("sigma", float(s[s < 0.05].flat[0]), "at least 0.05 for the discrete Gaussian")
+    out = np.empty(s.shape)
+    for sv in np.unique(s):
+        tab = dgauss_table(float(sv))
+        xl = tab.x.astype(tab.p.dtype)
+        v = np.sum(xl * xl * tab.p)
+        # the mass beyond N: Σ_{x>N} x² f(x) <= f(N+1)(N+1)²(1 + ...) — bounded crudely by 2·tail·(N+1)²·4
+        extra = 8.0 * tab.tail * (tab.N + 1) ** 2
+        out[s == sv] = _up(_ld_up(v), rel=tab.rel + (tab.p.size + 8) * _ULD, abs_=extra)
+    return finish(np.minimum(out, s * s), scalar=scalar)
+
+
+# --------------------------------------------------------------------------
+# Discrete Laplace (geometric mechanism)
+# --------------------------------------------------------------------------
+
+
+def _dl_args(scale, sensitivity):
+    return checked("scale", scale, low=0), _integer("sensitivity", sensitivity)
+
+
+def dlaplace_epsilon_of(scale, sensitivity=1):
+    """Pure ε = Δ/t of the discrete Laplace mechanism with scale t (exact, rounded up)."""
+    scalar = all_scalar(scale, sensitivity)
+    t, d = _dl_args(scale, sensitivity)
+    t, d = np.broadcast_arrays(t, d)
+    return finish(_div_up(d, t), scalar=scalar)
+
+
+def dlaplace_scale_for_epsilon(epsilon, sensitivity=1):
+    """Scale t = Δ/ε (rounded up, so Δ/t <= ε exactly): the discrete Laplace is then ε-DP.
+
+    Examples
+    --------
+    >>> dlaplace_scale_for_epsilon(0.5, 2)
+    4.0
+    """
+    scalar = all_scalar(epsilon, sensitivity)
+    e = checked("epsilon", epsilon, low=0)
+    d = _integer("sensitivity", sensitivity)
+    e, d = np.broadcast_arrays(e, d)
+    return finish(_div_up(d, e), scalar=scalar)
+
+
+def dlaplace_atoms(scale: float, sens: int):
+    """Losses (Δ − 2x)/t, x = 0..Δ, their P- and Q-masses in long double (each within 8 u_ld
+    (2 + Δ/t) relative; x = 0 collects all x <= 0, x = Δ all x >= Δ), and a bound on each loss's
+    round-off (0 where the division was exact)."""
+    t = _LD(scale)
+    x = np.arange(sens + 1, dtype=np.int64).astype(_LD)
+    inv = _LD(1) / t
+    a = np.exp(-inv)
+    one_m_a = -np.expm1(-inv)
+    p = one_m_a * np.exp(-x * inv) / (1 + a)
+    p[0] = 1 / (1 + a)
+    p[-1] = np.exp(-_LD(sens) * inv) / (1 + a)
+    num = sens - 2 * np.arange(sens + 1, dtype=np.float64)
+    ell = num / float(scale)
+    q = p[::-1].copy()  # Q = P shifted by Δ: its mass at x is P's at Δ − x
+    prod, low = _two_prod(ell, float(scale))
+    exact = (prod == num) & (low == 0)
+    ell_err = np.where(exact, 0.0, 0.5 * _U * np.abs(ell))  # one correctly rounded division (half an ulp), or none
+    return ell, p, q, ell_err
+
+
+def _finite_atoms_delta(ell, p, q, eps, rel, ell_err):
+    """[lower, upper] δ(ε) = Σ_{ℓ > ε} p − e^ε q of finitely many atoms (long double masses within ``rel``,
+    computed losses within ``ell_err`` of the exact ones)."""
+    eps = np.asarray(eps, float)
+    above = ell[None, :] > eps.reshape(-1, 1)
+    ee = np.exp(eps.astype(_LD)).reshape(-1, 1)
+    terms = np.where(above, p[None, :] - ee * q[None, :], 0)
+    gross = np.where(above, p[None, :] + ee * q[None, :], 0)
+    dc = terms.sum(axis=1)
+    err = (gross.sum(axis=1)) * ((rel + (ell.size + 4) * _ULD) + 2 * _ULD * (1 + np.abs(eps)))
+    # atoms within their losses' round-off w of ε may be on the wrong side: their term is within 2w of their mass
+    w = np.broadcast_to(ell_err, ell.shape)[None, :] * np.ones((eps.size, 1))
+    near = np.abs(ell[None, :] - eps.reshape(-1, 1)) <= w
+    err = err + np.where(near, p[None, :] * (2 * w), 0).sum(axis=1)
+    lo = _ld_down(dc - err).reshape(eps.shape)
+    hi = _ld_up(dc + err).reshape(eps.shape)
+    return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+
+
+def _dl_delta(t, d, e):
+    t, d, e = np.broadcast_arrays(t, d, e)
+    lo = np.empty(t.shape)
+    hi = np.empty(t.shape)
+    pairs = np.unique(np.stack([t.reshape(-1), d.reshape(-1)], axis=1), axis=0)
+    for tv, dv in pairs:
+        sel = (t == tv) & (d == dv)
+        ell, p, q, ell_err = dlaplace_atoms(float(tv), int(dv))
+        rel = 8 * _ULD * (2 + int(dv) / float(tv))
+        lo[sel], hi[sel] = _finite_atoms_delta(ell, p, q, e[sel], rel, ell_err)
+    return lo, hi
+
+
+def dlaplace_delta_at(scale, epsilon, sensitivity=1):
+    """Exact δ(ε) of the discrete Laplace mechanism (a finite sum over Δ + 1 losses), rounded up."""
+    scalar = all_scalar(scale, epsilon, sensitivity)
+    t, d = _dl_args(scale, sensitivity)
+    if (d > 4096).any():
+        raise ValidationError("sensitivity", float(d[d > 4096].flat[0]), "at most 4096 for the discrete Laplace δ(ε)")
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    return finish(_dl_delta(t, d, e)[1], scalar=scalar)
+
+
+def dlaplace_epsilon_at(scale, delta, sensitivity=1, *, rtol: float = 1e-12):
+    """Smallest ε (rounded up, to ``rtol``) at which the discrete Laplace mechanism is (ε, δ)-DP."""
+    scalar = all_scalar(scale, delta, sensitivity)
+    t, d = _dl_args(scale, sensitivity)
+    if (d > 4096).any():
+        raise ValidationError("sensitivity", float(d[d > 4096].flat[0]), "at most 4096 for the discrete Laplace δ(ε)")
+    dl = checked("delta", delta, low=0, high=1, low_open=False)
+    t, d, dl = np.broadcast_arrays(t, d, dl)
+    top = _div_up(d, t)  # δ(Δ/t) = 0
+
+    def pred(e):
+        return _dl_delta(t, d, e)[1] <= dl
+
+    ok, _ = bisect_predicate(pred, top, np.zeros(t.shape), rtol=rtol, atol=1e-300)
+    ok = np.where(pred(np.zeros(t.shape)), 0.0, ok)
+    return finish(ok, scalar=scalar)
+
+
+def dlaplace_variance(scale):
+    """Var = 2a/(1 − a)², a = e^{−1/t}, of the discrete Laplace noise (rounded up)."""
+    scalar = all_scalar(scale)
+    t = checked("scale", scale, low=0).astype(_LD)
+    a = np.exp(-1 / t)
+    v = 2 * a / np.expm1(-1 / t) ** 2
+    return finish(_up(_ld_up(v), rel=64 * _ULD * (1 + float(np.max(1 / t)))), scalar=scalar)
+
+
+# --------------------------------------------------------------------------
+# Randomized response (k values)
+# --------------------------------------------------------------------------
+
+
+def _rr_args(epsilon0, k):
+    return checked("epsilon0", epsilon0, low=0), _integer("k", k, low=2)
+
+
+def rr_masses(epsilon0: float, k: int):
+    """(keep, r) in long double: keep = e^{ε₀}/(e^{ε₀} + k − 1), r = 1/(e^{ε₀} + k − 1) (within 8 u_ld (1 + ε₀))."""
+    e = _LD(epsilon0)
+    em = np.exp(-e)
+    den = 1 + (k - 1) * em
+    return 1 / den, em / den
+
+
+def rr_keep_of(epsilon0, k):
+    """Keep-probability e^{ε₀}/(e^{ε₀} + k − 1) for ε₀-DP randomized response over k values, rounded
+    down (keeping less is more private) and re-checked: :func:`rr_epsilon_of_keep` at it is <= ε₀."""
+    scalar = all_scalar(epsilon0, k)
+    e, kk = _rr_args(epsilon0, k)
+    e, kk = np.broadcast_arrays(e, kk)
+    keep = np.empty(e.shape)
+    for idx in np.ndindex(e.shape):
+        kp, _ = rr_masses(float(e[idx]), int(kk[idx]))
+        keep[idx] = _ld_down(kp)
+    for i in range(64):  # steps of growing size down until the (rounded-up) ε at keep is within ε₀
+        bad = _rr_eps(keep, kk) > e
+        if not bad.any():
+            break
+        keep = np.where(bad, np.nextafter(keep - keep * _U * 2.0**i, -np.inf), keep)
+    return finish(keep, scalar=scalar)
+
+
+def _rr_eps(keep, k):
+    keep = np.asarray(keep, float)
+    a = np.log(keep)
+    b = np.log1p(-keep)
+    c = np.log(np.asarray(k, float) - 1)
+    v = a - b + c
+    return np.maximum(_up(v, abs_=4 * _U * (np.abs(a) + np.abs(b) + c + np.abs(v))), 0.0)
+
+
+def rr_epsilon_of_keep(keep, k):
+    """ε₀ = log(keep·(k − 1)/(1 − keep)) of randomized response keeping the true value with
+    probability ``keep`` (>= 1/k), rounded up."""
+    scalar = all_scalar(keep, k)
+    kk = _integer("k", k, low=2)
+    p = checked("keep", keep, low=0, high=1)
+    p, kk = np.broadcast_arrays(p, kk)
+    if (p < 1.0 / kk).any():
+        bad = p < 1.0 / kk
+        raise ValidationError("keep", float(p[bad].flat[0]), f"in [1/k, 1) (here 1/k = {1.0 / kk[bad].flat[0]:g})")
+    return finish(_rr_eps(p, kk), scalar=scalar)
+
+
+def rr_delta_at(epsilon0, epsilon, k):
+    """Exact δ(ε) = keep·(1 − e^{ε − ε₀}) (ε < ε₀; 0 above) of ε₀-randomized response over k values, rounded up."""
+    scalar = all_scalar(epsilon0, epsilon, k)
+    e0, kk = _rr_args(epsilon0, k)
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    e0, kk, e = np.broadcast_arrays(e0, kk, e)
+    with np.errstate(over="ignore"):
+        keep = 1.0 / (1.0 + (kk - 1) * np.exp(-e0))
+        v = keep * -np.expm1(np.minimum(e - e0, 0.0))
+    out = np.where(e < e0, _up(v, rel=16 * _U * (2 + e0 + e)), 0.0)
+    return finish(np.minimum(out, 1.0), scalar=scalar)
+
+
+def rr_epsilon_at(epsilon0, delta, k):
+    """Exact ε(δ) = max(0, ε₀ + log(1 − δ/keep)) of ε₀-randomized response over k values, rounded up."""
+    scalar = all_scalar(epsilon0, delta, k)
+    e0, kk = _rr_args(epsilon0, k)
+    dl = checked("delta", delta, low=0, high=1, low_open=False)
+    e0, kk, dl = np.broadcast_arrays(e0, kk, dl)
+    keep = 1.0 / (1.0 + (kk - 1) * np.exp(-e0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.log1p(-np.minimum(dl / keep, 1.0))
+        v = e0 + w
+    v = np.where(np.isfinite(v), _up(v, abs_=16 * _U * (2 + e0 + np.abs(np.nan_to_num(w)))), 0.0)
+    return finish(np.minimum(np.maximum(v, 0.0), e0), scalar=scalar)
+
+
+# --------------------------------------------------------------------------
+# Bounded range (exponential mechanism, report-noisy-max with Gumbel noise)
+# --------------------------------------------------------------------------
+
+
+def _log_br_delta(e0, e):
+    """log δ_BR(ε) = ε − ε₀ + 2 log(e^{(ε₀−ε)/2} − 1) − log(1 − e^{−ε₀}) for 0 <= ε < ε₀ (−inf above)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        half = np.maximum((e0 - e) / 2.0, 0.0)
+        v = e - e0 + 2.0 * log_expm1(half) - np.log(-np.expm1(-e0))
+    return np.where(e < e0, v, -np.inf)
+
+
+def br_delta_at(epsilon0, epsilon):
+    """Exact δ(ε) = (e^{ε₀/2} − e^{ε/2})²/(e^{ε₀} − 1) of the ε₀-bounded-range class, rounded up ([DDR]).
+
+    Examples
+    --------
+    >>> round(br_delta_at(1.0, 0.0), 6)  # tanh(ε₀/4)
+    0.244919
+    """
+    scalar = all_scalar(epsilon0, epsilon)
+    e0 = checked("epsilon0", epsilon0, low=0)
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    e0, e = np.broadcast_arrays(e0, e)
+    lv = _log_br_delta(e0, e)
+    # log-domain error: the exponents and logs carry at most 16u(2 + ε₀ + ε) absolute
+    # ((ε₀ − ε)/2 is exact when the two are close: Sterbenz; log(e^h − 1) moves by at most (1 + 1/h)·dh.)
+    err = 16 * _U * (2 + e0 + e)
+    with np.errstate(over="ignore"):
+        v = np.exp(lv + err)
+    out = np.where(e < e0, _up(v, rel=4 * _U), 0.0)
+    return finish(np.minimum(out, 1.0), scalar=scalar)
+
+
+def br_epsilon_at(epsilon0, delta):
+    """Exact ε(δ) = max(0, ε₀ + 2 log(1 − √(δ(1 − e^{−ε₀})))) of the ε₀-BR class, rounded up."""
+    scalar = all_scalar(epsilon0, delta)
+    e0 = checked("epsilon0", epsilon0, low=0)
+    dl = checked("delta", delta, low=0, high=1, low_open=False)
+    e0, dl = np.broadcast_arrays(e0, dl)
+    r = np.sqrt(dl * -np.expm1(-e0))
+    with np.errstate(divide="ignore"):
+        w = 2.0 * np.log1p(-r)
+    v = e0 + w
+    err = 16 * _U * (2 + e0 + np.abs(w) + r / np.maximum(1 - r, 1e-300))
+    out = np.where(v > 0, _up(v, abs_=err), 0.0)
+    return finish(np.minimum(np.maximum(out, 0.0), e0), scalar=scalar)
+
+
+def br_rho_of(epsilon0):
+    """ρ = ε₀²/8, rounded up: an ε₀-BR mechanism is ρ-zCDP ([CR] Lemma 3.2)."""
+    scalar = all_scalar(epsilon0)
+    e0 = checked("epsilon0", epsilon0, low=0)
+    return finish(_up(e0 * e0 / 8.0, rel=2 * _U), scalar=scalar)
+
+
+def br_epsilon0_for(epsilon, delta):
+    """Largest ε₀ (rounded down, re-checked) such that an ε₀-BR mechanism is (ε, δ)-DP.
+
+    Solves (e^{ε₀/2} − e^{ε/2})² = δ(e^{ε₀} − 1) for y = e^{ε₀/2} >= e^{ε/2}:
+    log y = ε/2 + log(1 + √(δ(1 − (1 − δ)e^{−ε}))) − log(1 − δ); then steps
+    down until :func:`br_delta_at` (rounded up) is at most δ.
+    """
+    scalar = all_scalar(epsilon, delta)
+    e = checked("epsilon", epsilon, low=0, low_open=False)
+    dl = checked("delta", delta, low=0, high=1)
+    e, dl = np.broadcast_arrays(e, dl)
+    inner = np.sqrt(dl * (1.0 - (1.0 - dl) * np.exp(-e)))
+    e0 = 2.0 * (e / 2.0 + np.log1p(inner) - np.log1p(-dl))
+    e0 = _down(e0, abs_=64 * _U * (1 + e0))
+    e0 = np.maximum(e0, np.nextafter(e, np.inf))
+    for _ in range(64):
+        lv = np.asarray(br_delta_at(e0, e))
+        bad = lv > dl
+        if not bad.any():
+            break
+        e0 = np.where(bad, _down(e0, rel=1e-12), e0)
+    if np.any(np.asarray(br_delta_at(e0, e)) > dl):  # pragma: no cover - the steps always get there
+        raise ArithmeticError("BR calibration failed")
+    return finish(e0, scalar=scalar)
+
+
+def br_epsilon0_for_rho(rho):
+    """ε₀ = √(8ρ), rounded down: the largest BR parameter that :func:`br_rho_of` certifies within ρ."""
+    scalar = all_scalar(rho)
+    r = checked("rho", rho, low=0)
+    e0 = _down(np.sqrt(8.0 * r), rel=2 * _U)
+    for _ in range(8):
+        bad = np.asarray(br_rho_of(e0)) > r
+        if not bad.any():
+            break
+        e0 = np.where(bad, np.nextafter(e0, -np.inf), e0)
+    return finish(e0, scalar=scalar)
