@@ -134,3 +134,50 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
             for k in drop:
                 r.pop(k, None)
     return cols, out, notes
+
+
+# ---------------------------------------------------------------------------------------------- DP-SGD runs
+
+
+def sgd_mechanisms(rate: float, sigma: float, steps: int, sampling: str = "poisson"):
+    """A DP-SGD run as a Case: exact μ-GDP when every record is in every batch (q = 1), else its PLD."""
+    from dpcalc.core import pld
+
+    if rate >= 1.0:
+        return Case({}, mu=float(np.sqrt(steps)) / sigma)
+    step = pld.subsampled_gaussian(rate, sigma) if sampling == "poisson" else pld.sampled_wor_gaussian(rate, sigma)
+    return Case({}, mechs=[(step, int(steps))])
+
+
+def attack_bounds(rate, sigma, steps, fpr=None, sampling: str = "poisson", quick: bool = False):
+    """Certified [lower, upper] on the best attack's advantage (``fpr`` None) or TPR at ``fpr``, per run.
+
+    ``quick``: on a coarser δ grid and, for TPR, a 257-point ε grid (both still certified — any grid gives
+    sound bounds — only wider), for the steps of a search; its answer is re-checked without it.
+    """
+    from dpcalc.core import gdp as g
+    from dpcalc.core.pld import risk
+
+    q, s, t = (np.atleast_1d(np.asarray(x, float)) for x in (rate, sigma, steps))
+    q, s, t = np.broadcast_arrays(q, s, t)
+    f = None if fpr is None else np.broadcast_to(np.atleast_1d(np.asarray(fpr, float)), q.shape)
+    lo = np.full(q.shape, np.nan)
+    hi = np.full(q.shape, np.nan)
+    tol = 1e-3 if quick else risk.DELTA_TOL
+    for i in range(q.size):
+        case = sgd_mechanisms(float(q.flat[i]), float(s.flat[i]), int(t.flat[i]), sampling)
+        if case.mu is not None:
+            v = float(g.advantage(case.mu)) if f is None else float(g.attack_tpr(case.mu, float(f.flat[i])))
+            lo.flat[i] = hi.flat[i] = v
+            continue
+        try:
+            if f is None:
+                prof = risk.profile(case.mechs, tol=tol, eps=[0.0])
+                lo.flat[i], hi.flat[i] = risk.advantage(prof)
+            else:
+                prof = risk.profile(case.mechs, tol=tol, step=1.0 if quick else risk.EPS_STEP)
+                b_lo, b_hi = risk.tradeoff(prof, [float(f.flat[i])])
+                lo.flat[i], hi.flat[i] = 1.0 - float(b_hi[0]), 1.0 - float(b_lo[0])
+        except (MemoryError, ValueError, FloatingPointError, OverflowError):
+            continue  # no claim: NaN
+    return lo, hi

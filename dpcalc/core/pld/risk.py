@@ -67,13 +67,17 @@ class Profile:
         return float(np.max(self.upper - self.lower))
 
 
-def profile(mechs, tol: float = DELTA_TOL, step: float = EPS_STEP) -> Profile:
+def profile(mechs, tol: float = DELTA_TOL, step: float = EPS_STEP, eps=None) -> Profile:
     """δ(ε) intervals on [0, ε_K] every ``step``, the δ grid refined until they are ``tol`` wide (or the
     grid no longer fits: the wider intervals are still certified). ε_K is a Chernoff estimate of where δ
-    falls to TAIL_DELTA (it sizes the grid; past it the tail terms of :func:`tradeoff` bound β)."""
-    end = min(max(1.25 * float(_first_guess(mechs, TAIL_DELTA)[0]), 0.5), EPS_CAP)
-    n = int(min(MAX_POINTS, max(np.ceil(end / step) + 1, MIN_POINTS)))
-    eps = np.linspace(0.0, end, n)
+    falls to TAIL_DELTA (it sizes the grid; past it the tail terms of :func:`tradeoff` bound β).
+    ``eps``: read at these ε instead (from 0, increasing) — every bound stays sound on any grid."""
+    if eps is None:
+        end = min(max(1.25 * float(_first_guess(mechs, TAIL_DELTA)[0]), 0.5), EPS_CAP)
+        n = int(min(MAX_POINTS, max(np.ceil(end / step) + 1, MIN_POINTS)))
+        eps = np.linspace(0.0, end, n)
+    else:  # the caller's grid (from 0, increasing): e.g. [0] alone for the advantage
+        eps = np.asarray(eps, float)
     h = initial_h(mechs, 1e-3, 1e-12)
     best, refined = None, 0
     for _ in range(MAX_REFINE + 12):
