@@ -113,6 +113,10 @@ CURVES: dict[str, Curves] = {
         (Chart("sigma", ("epsilon", "delta", "mu", "rho", "target_advantage", "target_tpr", "at_fpr", "sensitivity")),)
     ),
     "convert audit": Curves((Chart("epsilon", ("confidence", "delta")),)),
+    "calibrate discrete-gaussian": Curves((Chart("sigma", ("epsilon", "delta", "rho", "sensitivity")),)),
+    "calibrate discrete-laplace": Curves((Chart("scale", ("epsilon", "sensitivity")),)),
+    "calibrate randomized-response": Curves((Chart("keep", ("epsilon", "k")),)),
+    "calibrate bounded-range": Curves((Chart("epsilon0", ("epsilon", "delta", "rho")),)),
     "calibrate laplace": Curves((Chart("scale", ("epsilon", "sensitivity")),)),
     "convert": _CONVERT,
     "convert gaussian": _CONVERT,

@@ -22,6 +22,10 @@ from dpcalc.cli.options import GridType, RecordType
 BASE = {
     "calibrate gaussian": "--epsilon 1 --delta 1e-5",
     "calibrate laplace": "--epsilon 1",
+    "calibrate discrete-gaussian": "--epsilon 1 --delta 1e-5",
+    "calibrate discrete-laplace": "--epsilon 1",
+    "calibrate randomized-response": "--epsilon 1 --k 4",
+    "calibrate bounded-range": "--epsilon 1 --delta 1e-6",
     "convert gaussian": "--sigma 2 --delta 1e-5",
     "convert gdp": "--mu 1 --delta 1e-5",
     "convert dp": "--epsilon 1 --delta 1e-5 --to gdp",

@@ -6,8 +6,11 @@ import click
 
 from dpcalc.cli.options import (
     CONTEXT,
+    COUNT,
     POSITIVE,
+    PROB_OR_ZERO,
     PROBABILITY,
+    Range,
     exclusive,
     grid_option,
     output_options,
@@ -304,3 +307,238 @@ def laplace(epsilon, sensitivity, fmt, as_json):
         objects=tuple(Laplace(r["scale"], r["sensitivity"]) for r in rows),
     )
     return c.emit(result, fmt, as_json)
+
+
+# ---------------------------------------------------------------------------------------------------- discrete
+
+_int_sensitivity = grid_option(
+    "--sensitivity", allowed=COUNT, default="1", help="Integer sensitivity Δ of the query (a count changes by Δ)."
+)
+
+
+def _discrete_result(command, inputs, cols, rows, notes, objects=()):
+    from dpcalc.cli import _common as c
+    from dpcalc.model import Column, Result
+
+    cols = [Column(*spec) for spec in cols] + [Column("method", "method", "text"), Column("bound", "bound", "text")]
+    return Result(
+        command=command,
+        inputs=c.echo_inputs(**inputs),
+        columns=tuple(cols),
+        rows=tuple(rows),
+        notes=tuple(notes),
+        objects=tuple(objects),
+    )
+
+
+@calibrate.command("discrete-gaussian", context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=POSITIVE, help="Target ε.")
+@grid_option("--delta", allowed=PROBABILITY, help="Target δ, in [1e-30, 1).")
+@grid_option("--rho", allowed=POSITIVE, help="Target ρ-zCDP instead of (ε, δ).")
+@_int_sensitivity
+@output_options
+def discrete_gaussian(epsilon, delta, rho, sensitivity, fmt, as_json):
+    """σ of the discrete Gaussian N_Z(0, σ²) for (ε, δ) or ρ-zCDP (Canonne, Kamath & Steinke 2020).
+
+    Integer-valued noise for counts (OpenDP, Tumult, Google's libraries).
+    σ is the smallest (to 1e-9, rounded up) whose exact δ(ε) meets the
+    target, re-checked with a certified upper δ; ρ = Δ²/(2σ²).
+
+    \b
+    Examples:
+      dpcalc calibrate discrete-gaussian --epsilon 1 --delta 1e-5
+      dpcalc calibrate discrete-gaussian --rho 0.5 --sensitivity 2
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import discrete as d
+
+    exclusive(epsilon=epsilon, rho=rho)
+    note = "σ is the discrete Gaussian's parameter (its standard deviation, shown, is at most σ); noise on integers."
+    rows = []
+    if rho is not None:
+        if delta is not None:
+            raise click.UsageError("--delta goes with --epsilon, not with --rho.")
+        m = c.mesh(rho=rho, sensitivity=sensitivity)
+        sig = d.dgauss_sigma_for_rho(m["rho"], m["sensitivity"])
+        check = d.dgauss_rho_of(sig, m["sensitivity"])
+        for i in range(sig.size):
+            rows.append(
+                {
+                    "rho": c.f(m["rho"][i]),
+                    "sensitivity": int(m["sensitivity"][i]),
+                    "sigma": c.f(sig[i]),
+                    "std": c.f(d.dgauss_variance(sig[i]) ** 0.5),
+                    "rho_check": c.f(check[i]),
+                    "method": "zcdp-cks",
+                    "bound": "exact",
+                }  # fmt: skip
+            )
+        cols = [("rho", "ρ"), ("sensitivity", "Δ", "int"), ("sigma", "σ", "float", "up"),
+                ("std", "std dev"), ("rho_check", "ρ at σ", "float", "up")]  # fmt: skip
+        result = _discrete_result(
+            "calibrate discrete-gaussian", dict(rho=rho, sensitivity=sensitivity), cols, rows, [note]
+        )
+        return c.emit(result, fmt, as_json)
+    require("epsilon", epsilon, "give --epsilon and --delta, or --rho")
+    require("delta", delta, "the discrete Gaussian needs δ > 0 for an ε target")
+    m = c.mesh(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
+    sig = d.dgauss_sigma(m["epsilon"], m["delta"], m["sensitivity"])
+    check = d.dgauss_delta_at(sig, m["epsilon"], m["sensitivity"])
+    for i in range(sig.size):
+        if not check[i] <= m["delta"][i]:
+            raise click.UsageError(
+                f"the σ found for ε = {m['epsilon'][i]:g}, δ = {m['delta'][i]:g} fails its check; use less extreme "
+                "values of '--epsilon' or '--delta'."
+            )
+        rows.append(
+            {
+                "epsilon": c.f(m["epsilon"][i]),
+                "delta": c.f(m["delta"][i]),
+                "sensitivity": int(m["sensitivity"][i]),
+                "sigma": c.f(sig[i]),
+                "std": c.f(d.dgauss_variance(sig[i]) ** 0.5),
+                "rho": c.f(d.dgauss_rho_of(sig[i], m["sensitivity"][i])),
+                "delta_check": c.f(check[i]),
+                "method": "discrete-gaussian-cks",
+                "bound": "exact",
+            }  # fmt: skip
+        )
+    cols = [("epsilon", "ε"), ("delta", "δ"), ("sensitivity", "Δ", "int"), ("sigma", "σ", "float", "up"),
+            ("std", "std dev"), ("rho", "ρ", "float", "up"), ("delta_check", "δ at σ", "float", "up")]  # fmt: skip
+    result = _discrete_result(
+        "calibrate discrete-gaussian", dict(epsilon=epsilon, delta=delta, sensitivity=sensitivity), cols, rows, [note]
+    )
+    return c.emit(result, fmt, as_json)
+
+
+@calibrate.command("discrete-laplace", context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=POSITIVE, required=True, help="Target pure ε.")
+@_int_sensitivity
+@output_options
+def discrete_laplace(epsilon, sensitivity, fmt, as_json):
+    """Scale t of the discrete Laplace (geometric) mechanism, P(x) ∝ e^{−|x|/t}, for pure ε = Δ/t.
+
+    \b
+    Example:
+      dpcalc calibrate discrete-laplace --epsilon 0.5,1 --sensitivity 2
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import discrete as d
+
+    m = c.mesh(epsilon=epsilon, sensitivity=sensitivity)
+    t = d.dlaplace_scale_for_epsilon(m["epsilon"], m["sensitivity"])
+    eps_at = d.dlaplace_epsilon_of(t, m["sensitivity"])
+    rows = [
+        {
+            "epsilon": c.f(m["epsilon"][i]),
+            "sensitivity": int(m["sensitivity"][i]),
+            "scale": c.f(t[i]),
+            "std": c.f(d.dlaplace_variance(t[i]) ** 0.5),
+            "epsilon_check": c.f(eps_at[i]),
+            "method": "discrete-laplace",
+            "bound": "exact",
+        }  # fmt: skip
+        for i in range(t.size)
+    ]
+    cols = [("epsilon", "ε"), ("sensitivity", "Δ", "int"), ("scale", "t", "float", "up"), ("std", "std dev"),
+            ("epsilon_check", "ε at t", "float", "up")]  # fmt: skip
+    notes = ["Discrete Laplace (two-sided geometric) noise on integers: P(x) ∝ e^{−|x|/t}; ε = Δ/t exactly."]
+    return c.emit(
+        _discrete_result(
+            "calibrate discrete-laplace", dict(epsilon=epsilon, sensitivity=sensitivity), cols, rows, notes
+        ),
+        fmt,
+        as_json,
+    )
+
+
+@calibrate.command("randomized-response", context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=POSITIVE, required=True, help="Target pure ε.")
+@grid_option("--k", "k", allowed=Range(2, 2**53, low_open=False, high_open=False, integer=True), default="2",
+             help="Number of categories k (2: binary randomized response).")  # fmt: skip
+@output_options
+def randomized_response(epsilon, k, fmt, as_json):
+    """Keep-probability of k-ary randomized response for pure ε: e^ε/(e^ε + k − 1).
+
+    Report the true category with that probability, else one of the other
+    k − 1 uniformly at random (Warner 1965; Kairouz, Oh & Viswanath 2014).
+
+    \b
+    Example:
+      dpcalc calibrate randomized-response --epsilon 1 --k 2,4,10
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import discrete as d
+
+    m = c.mesh(epsilon=epsilon, k=k)
+    keep = d.rr_keep_of(m["epsilon"], m["k"])
+    eps_at = d.rr_epsilon_of_keep(keep, m["k"])
+    rows = [
+        {
+            "epsilon": c.f(m["epsilon"][i]),
+            "k": int(m["k"][i]),
+            "keep": c.f(keep[i]),
+            "epsilon_check": c.f(eps_at[i]),
+            "method": "randomized-response",
+            "bound": "exact",
+        }  # fmt: skip
+        for i in range(keep.size)
+    ]
+    cols = [("epsilon", "ε"), ("k", "k", "int"), ("keep", "keep prob.", "float", "down"),
+            ("epsilon_check", "ε at keep", "float", "up")]  # fmt: skip
+    notes = ["keep is the probability of reporting the true category (rounded down: a smaller keep is more private)."]
+    return c.emit(_discrete_result("calibrate randomized-response", dict(epsilon=epsilon, k=k), cols, rows, notes),
+                  fmt, as_json)  # fmt: skip
+
+
+@calibrate.command("bounded-range", context_settings=CONTEXT)
+@grid_option("--epsilon", allowed=POSITIVE, help="Target ε (with --delta).")
+@grid_option("--delta", allowed=PROB_OR_ZERO, help="Target δ, in [0, 1).")
+@grid_option("--rho", allowed=POSITIVE, help="Target ρ-zCDP instead.")
+@output_options
+def bounded_range(epsilon, delta, rho, fmt, as_json):
+    """ε₀ of an ε₀-bounded-range mechanism (the exponential mechanism, report-noisy-max with Gumbel noise).
+
+    The largest ε₀ whose exact δ(ε) for the bounded-range class (Dong,
+    Durfee & Rogers 2020) meets (ε, δ), or whose ε₀²/8-zCDP bound meets ρ.
+
+    \b
+    Examples:
+      dpcalc calibrate bounded-range --epsilon 1 --delta 1e-6
+      dpcalc calibrate bounded-range --rho 0.1
+    """
+    from dpcalc.cli import _common as c
+    from dpcalc.core import discrete as d
+
+    exclusive(epsilon=epsilon, rho=rho)
+    note = (
+        "The exponential mechanism calibrated to ε₀-DP (scores·ε₀/(2Δu), or ·ε₀/Δu for monotone scores) and "
+        "report-noisy-max with Gumbel noise are ε₀-bounded-range; ε₀ is rounded down."
+    )
+    if rho is not None:
+        if delta is not None:
+            raise click.UsageError("--delta goes with --epsilon, not with --rho.")
+        m = c.mesh(rho=rho)
+        e0 = d.br_epsilon0_for_rho(m["rho"])
+        rows = [{"rho": c.f(m["rho"][i]), "epsilon0": c.f(e0[i]), "rho_check": c.f(d.br_rho_of(e0[i])),
+                 "method": "zcdp-br", "bound": "upper"} for i in range(e0.size)]  # fmt: skip
+        cols = [("rho", "ρ"), ("epsilon0", "ε₀", "float", "down"), ("rho_check", "ρ at ε₀", "float", "up")]
+        return c.emit(_discrete_result("calibrate bounded-range", dict(rho=rho), cols, rows, [note]), fmt, as_json)
+    require("epsilon", epsilon, "give --epsilon (and --delta), or --rho")
+    import numpy as np
+
+    m = c.mesh(epsilon=epsilon, delta=delta or (0.0,))
+    pure = m["delta"] == 0  # an ε₀-bounded-range mechanism is ε₀-DP, and no better in pure DP: ε₀ = ε
+    with np.errstate(all="ignore"):
+        e0 = np.where(pure, m["epsilon"], d.br_epsilon0_for(m["epsilon"], np.where(pure, 0.5, m["delta"])))
+        check = np.where(pure, 0.0, d.br_delta_at(e0, m["epsilon"]))
+    rows = [{"epsilon": c.f(m["epsilon"][i]), "delta": c.f(m["delta"][i]), "epsilon0": c.f(e0[i]),
+             "delta_check": c.f(check[i]), "method": "bounded-range-ddr", "bound": "exact"}
+            for i in range(e0.size)]  # fmt: skip
+    cols = [("epsilon", "ε"), ("delta", "δ"), ("epsilon0", "ε₀", "float", "down"),
+            ("delta_check", "δ at ε₀", "float", "up")]  # fmt: skip
+    return c.emit(
+        _discrete_result("calibrate bounded-range", dict(epsilon=epsilon, delta=delta), cols, rows, [note]),
+        fmt,
+        as_json,
+    )

@@ -735,9 +735,21 @@ def br_epsilon0_for(epsilon, delta):
         if not bad.any():
             break
         e0 = np.where(bad, _down(e0, rel=1e-12), e0)
-    if np.any(np.asarray(br_delta_at(e0, e)) > dl):  # pragma: no cover - the steps always get there
-        raise ArithmeticError("BR calibration failed")
-    return finish(e0, scalar=scalar)
+    bad = np.asarray(br_delta_at(e0, e)) > dl
+    if bad.any():
+        # Where the closed form's rounding is too coarse (δ near 1: ε₀ far above ε), bisect between ε
+        # (δ(ε) = 0 there: it meets any δ) and the estimate, keeping the side that meets δ.
+        lo, hi = e.copy(), e0.copy()
+        for _ in range(200):
+            mid = np.where(bad, 0.5 * (lo + hi), lo)
+            ok = np.asarray(br_delta_at(np.maximum(mid, np.nextafter(e, np.inf)), e)) <= dl
+            lo = np.where(bad & ok, mid, lo)
+            hi = np.where(bad & ~ok, mid, hi)
+            if np.all(~bad | (hi - lo <= 1e-12 * hi)):
+                break
+        e0 = np.where(bad, np.maximum(lo, e), e0)
+    # ε₀ = ε always meets the target: an ε-BR mechanism is ε-DP (δ(ε) = 0).
+    return finish(np.maximum(e0, e), scalar=scalar)
 
 
 def br_epsilon0_for_rho(rho):
