@@ -1,0 +1,235 @@
+"""DP-SGD under other sampling schemes: certified [lower, upper] on ε, each end with its method.
+
+One function per scheme, for ``plan-sgd --sampling …``; each returns a :class:`SchemeInterval` per
+case (arrays broadcast over δ; one scheme setting per call). The two ends of an interval may come
+from different constructions — an upper bound from a dominating pair (or a closed form), a lower
+bound from a pair of actual neighbouring datasets — so each end names its own method. Every end is
+certified: the upper end is at least, the lower end at most, the scheme's true ε (NaN where no
+claim is made). See docs/sampling.md for what the CLI prints.
+
+=================  ===========================  ================  =====================
+scheme             upper end (method)           bound             lower end (method)
+=================  ===========================  ================  =====================
+truncated Poisson  ``pld-truncated-poisson``    upper             ``pld-poisson-qbar``
+shuffle            ``gdp-no-amplification``     upper             ``pld-max-statistic``
+balls-in-bins      ``gdp-no-amplification``     upper             ``pld-max-statistic``
+user level         ``pld-user-level``           upper             ``pld-user-level``
+=================  ===========================  ================  =====================
+
+Neighbouring relations: truncated Poisson and user level are add/remove (of a record, of a user);
+shuffle and balls-in-bins are stated for substitution or zero-out ("replace by a record with zero
+gradient") neighbours, σ relative to that relation's sensitivity (substitution: the sensitivity of
+replacing one record, twice the clipping norm). Under add/remove proper, with a dataset whose size
+changes, a shuffled epoch's batches all shift after the removed record and no bound here applies
+(see docs/sampling.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = [
+    "SchemeInterval",
+    "batches_per_epoch",
+    "truncated_poisson_interval",
+    "shuffle_interval",
+    "balls_in_bins_interval",
+    "user_level_interval",
+    "SCHEME_NEIGHBOURS",
+]
+
+#: The neighbouring relation each scheme's numbers assume.
+SCHEME_NEIGHBOURS = {
+    "truncated-poisson": "add/remove",
+    "shuffle": "substitution or zero-out",
+    "balls-in-bins": "substitution or zero-out",
+    "user-level": "add/remove (of a user)",
+}
+
+
+@dataclass(frozen=True)
+class SchemeInterval:
+    """Certified [lower, upper] on ε per δ, and where each end comes from.
+
+    ``method``/``bound`` describe the upper end (``bound``: ``upper`` — a sound guarantee that may
+    be loose; ``exact`` would mean the scheme's ε itself); ``lower_method`` the lower end.
+    ``met``: whether the engine reached the width asked for on the construction(s) it ran (the
+    interval itself can be wide where the upper and lower constructions differ: that is the width
+    of what is known, not a numerical one). ``notes``: lines the CLI shows under the table.
+    ``upper_pair``: the engine's interval on the dominating pair itself (where there is one) — how
+    far its upper end is from that pair's own ε.
+    """
+
+    lower: np.ndarray
+    upper: np.ndarray
+    method: str
+    bound: str
+    lower_method: str
+    met: np.ndarray
+    notes: tuple[str, ...] = ()
+    upper_pair: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
+
+
+def batches_per_epoch(dataset_size: int, batch_size: int) -> int:
+    """k = ⌈N/B⌉ batches of an epoch that covers every record once (shuffle, balls-in-bins)."""
+    n, b = int(dataset_size), int(batch_size)
+    if n < 1 or b < 1:
+        raise ValueError("dataset_size and batch_size must be at least 1")
+    return -(-n // b)
+
+
+def _delta(delta) -> np.ndarray:
+    d = np.atleast_1d(np.asarray(delta, float)).ravel()
+    from .pld import MIN_DELTA
+
+    if np.any(~(d >= MIN_DELTA)) or np.any(~(d < 1)):
+        raise ValueError(f"delta must be in [{MIN_DELTA:g}, 1)")
+    return d
+
+
+def _engine(mechs, delta, **kw):
+    from . import pld
+
+    with np.errstate(all="ignore"):
+        return pld.epsilon(mechs, delta, **kw)
+
+
+def truncated_poisson_interval(
+    dataset_size: int, batch_size: float, max_batch_size: int, sigma: float, steps: int, delta, **kw
+) -> SchemeInterval:
+    """Truncated Poisson sampling: rate q = B/N, batches of more than B_max records cut to B_max.
+
+    Upper end: the PLD engine's upper end on the dominating pair of
+    :func:`.pld.sampling.truncated_poisson_gaussian` (both directions, for the differing record's
+    N − 1 and N others: a dataset of N records and its neighbours either side), T-fold. Lower end:
+    the engine's lower end on the Poisson-subsampled Gaussian at the rate q̄ <= q·E[min(1,
+    B_max/(K+1))] of :func:`.pld.sampling.truncated_poisson_lower_rate` — the exact output of two
+    actual neighbouring datasets (the others' gradients zero). Where B_max > N the batch is never
+    cut: Poisson sampling's own interval (both ends from the engine on that pair).
+    """
+    from . import pld
+    from .pld import sampling as S
+
+    n, bmax = int(dataset_size), int(max_batch_size)
+    q = float(batch_size) / n
+    if not (0 < q <= 1) or bmax < 1 or int(steps) < 1 or not sigma > 0:
+        raise ValueError("need 0 < batch_size <= dataset_size, max_batch_size >= 1, steps >= 1, sigma > 0")
+    d = _delta(delta)
+    t = int(steps)
+    if bmax > n:
+        a = _engine([(pld.subsampled_gaussian(q, sigma), t)], d, **kw)
+        return SchemeInterval(
+            a.lower, a.upper, "pld", "upper", "pld", a.met, ("B_max > N: no batch is ever cut (Poisson sampling)",)
+        )
+    up = _engine([(S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax), t)], d, **kw)
+    qbar = min(S.truncated_poisson_lower_rate(q, n - 1, bmax), S.truncated_poisson_lower_rate(q, n, bmax))
+    lo = _engine([(pld.subsampled_gaussian(qbar, sigma), t)], d, **kw)
+    lower = np.minimum(lo.lower, up.upper)
+    notes = (
+        "upper: dominating pair given the others' sample (a cut batch: the record may displace another,"
+        " sensitivity 2); lower: two actual datasets (others' gradients 0), Poisson at the effective"
+        f" rate q̄ = {qbar:.6g} (q = {q:.6g})",
+    )
+    return SchemeInterval(
+        lower,
+        up.upper,
+        "pld-truncated-poisson",
+        "upper",
+        "pld-poisson-qbar",
+        up.met & lo.met,
+        notes,
+        (up.lower, up.upper),
+    )
+
+
+def _max_statistic_lower(sigma: float, batches: int, epochs: int, d: np.ndarray, **kw):
+    from .pld import sampling as S
+
+    return _engine([(S.max_statistic(1.0 / sigma, batches), int(epochs))], d, **kw)
+
+
+def _no_amplification_upper(sigma: float, epochs: int, d: np.ndarray) -> np.ndarray:
+    from .pld import exact
+
+    mu = np.sqrt(float(epochs)) / float(sigma)
+    return exact.gaussian_interval(np.full(d.shape, mu), d)[1]
+
+
+def shuffle_interval(dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, **kw) -> SchemeInterval:
+    """Shuffled epochs: each epoch a random permutation cut into k = ⌈N/B⌉ batches.
+
+    Upper end (``gdp-no-amplification``): every record is in exactly one batch per epoch, so given
+    the permutations (independent of the data) E epochs are E adaptively composed Gaussian
+    mechanisms on the differing record and nothing else: exactly √E/σ-GDP, and the mixture over
+    permutations is no worse (joint convexity). ε from the exact GDP curve (certified to
+    round-off). This is the scheme's ε if the batches are public; with secret batches it is an
+    upper bound — how much shuffling amplifies has no certified bound here.
+
+    Lower end (``pld-max-statistic``): the engine's lower end on E epochs of the max-statistic pair
+    (:func:`.pld.sampling.max_statistic`: actual datasets, [CGK+24]).
+    """
+    k = batches_per_epoch(dataset_size, batch_size)
+    d = _delta(delta)
+    if int(epochs) < 1 or not sigma > 0:
+        raise ValueError("need epochs >= 1 and sigma > 0")
+    up = _no_amplification_upper(sigma, epochs, d)
+    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
+    notes = (
+        f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
+        "upper: no amplification by shuffling (exact if the batches were public)",
+        "lower: largest batch output per epoch, two actual datasets (Chua et al. 2024)",
+    )
+    return SchemeInterval(
+        np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes
+    )
+
+
+def balls_in_bins_interval(
+    dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, **kw
+) -> SchemeInterval:
+    """Balls-in-bins (random allocation): each record in one of the epoch's k = ⌈N/B⌉ batches, uniformly.
+
+    Upper end: as for shuffling (each record in exactly one batch per epoch: √E/σ-GDP). The
+    amplified bound — the E-fold product of ((1/k)Σ_t N(e_t/σ, I_k), N(0, I_k)), which dominates an
+    epoch (docs/sampling.md) — is not computed here: its privacy loss is the logarithm of a sum of
+    k lognormals, with no certified numerics in dpcalc yet. Lower end: the max statistic of that
+    same pair (it is realisable), as for shuffling.
+    """
+    k = batches_per_epoch(dataset_size, batch_size)
+    d = _delta(delta)
+    if int(epochs) < 1 or not sigma > 0:
+        raise ValueError("need epochs >= 1 and sigma > 0")
+    up = _no_amplification_upper(sigma, epochs, d)
+    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
+    notes = (
+        f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
+        "upper: no amplification (the amplified bound is not certified in dpcalc yet)",
+        "lower: largest batch output per epoch, two actual datasets",
+    )
+    return SchemeInterval(
+        np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes
+    )
+
+
+def user_level_interval(rate: float, sigma: float, steps: int, examples_per_user: int, delta, **kw) -> SchemeInterval:
+    """User-level DP-SGD: every example Poisson-sampled at rate q, each user holding K examples.
+
+    Both ends from the PLD engine on the pair Σ_j Binom(K, q)_j N(j, σ²) against N(0, σ²) and its
+    swap (:func:`.pld.sampling.user_level_gaussian`), T-fold. The pair dominates a step ([G24]) and
+    is the exact output of a user whose K gradients are aligned at the clipping norm, the others
+    zero, so the engine's interval holds for the scheme itself. K = 1 is example-level Poisson
+    sampling (the same pair, and the same numbers).
+    """
+    from .pld import sampling as S
+
+    q, k, t = float(rate), int(examples_per_user), int(steps)
+    if not (0 < q <= 1) or k < 1 or t < 1 or not sigma > 0:
+        raise ValueError("need 0 < rate <= 1, examples_per_user >= 1, steps >= 1, sigma > 0")
+    d = _delta(delta)
+    a = _engine([(S.user_level_gaussian(q, sigma, k), t)], d, **kw)
+    notes = (f"add/remove one user (K = {k} examples, each sampled with probability {q:.6g})",)
+    return SchemeInterval(
+        a.lower, a.upper, "pld-user-level", "upper", "pld-user-level", a.met, notes, (a.lower, a.upper)
+    )
