@@ -188,6 +188,8 @@ def _plain_toml(text: str) -> tuple[dict, list] | None:
     body: list | None = None  # the lines of the release being read (None: not in a release)
     plain = True  # whether its name and note are strings
     match = _PLAIN_LINE.fullmatch
+    if text.count("\r") != text.count("\r\n"):
+        return None  # a carriage return that does not end a line
     for line in text.split("\n"):
         if not line:
             continue

@@ -103,9 +103,9 @@ class TextStream:
     is closed at the end; stdin is left open).
     """
 
-    def __init__(self, source: str, what: str, chunk: int = CHUNK_BYTES):
+    def __init__(self, source: str, what: str, chunk: int | None = None):
         self.what = what
-        self.chunk = chunk
+        self.chunk = CHUNK_BYTES if chunk is None else chunk
         self.count = 0  # bytes read so far
         self.first = True
         self.done = False
