@@ -198,6 +198,16 @@ def test_a_ledger_past_the_row_limit_is_shown_a_row_per_distinct_release(tmp_pat
     assert r.exit_code == 2 and "--ledger-rows grouped" in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_more_distinct_releases_than_rows_is_refused_not_cut(tmp_path, monkeypatch):
+    import dpcalc.cli.compose as compose
+
+    monkeypatch.setattr(compose, "MAX_ROWS", 5)
+    p = tmp_path / "l.toml"
+    p.write_text(ledger_text([(f"r{i}", KINDS[i % 4][0]) for i in range(8)]))
+    r = run(f"compose --ledger {p}")  # 4 distinct releases and 2 or more totals: over 5 rows
+    assert r.exit_code == 2 and "4 distinct releases" in r.stderr and "split the ledger" in r.stderr
+
+
 def test_ledger_rows_grouped_on_a_small_ledger_and_refused_without_a_ledger(tmp_path):
     p = tmp_path / "l.toml"
     p.write_text(ledger_text([("a", KINDS[0][0]), ("b", KINDS[0][0]), ("c", KINDS[4][0])]))

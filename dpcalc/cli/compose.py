@@ -759,6 +759,11 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
         kind_share.append(float(sum(share_parts[at : at + len(ps)])))
         at += len(ps)
     grouped = rows_mode == "grouped" or (rows_mode == "auto" and len(book.entries) + len(totals) > MAX_ROWS)
+    if len(kinds) + len(totals) > MAX_ROWS:
+        raise click.UsageError(
+            f"ledger {path} has {len(kinds):,} distinct releases: a row for each, and the totals, are more than the "
+            f"{MAX_ROWS:,} rows a result may have; split the ledger."
+        )
     if rows_mode == "each" and len(book.entries) + len(totals) > MAX_ROWS:
         raise click.UsageError(
             f"ledger {path} has {len(book.entries):,} releases: a row for each, and the totals, are more than the "

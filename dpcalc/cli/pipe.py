@@ -157,6 +157,7 @@ class _Reader:
         self._known: tuple[dict[str, int], ...] = ({}, {})  # object text -> unit
         self._lengths: tuple[list[int], ...] = ([], [])  # lengths of known texts, most recently matched first
         self._pending: list[tuple[int, object, int]] = []  # array elements to validate: (unit, value, number)
+        self._hits = self._misses = 0  # of known texts looked up by length (not worth it when most miss)
         self.buf = ""
         self.pos = 0  # where reading resumes in buf
         self.keep: int | None = None  # while inside an array: nothing from here on is dropped
@@ -271,15 +272,15 @@ class _Reader:
             self.n_doc = 0
             dec = decoder()
             while True:
-                self._run_known(0)
-                if not self._skip(_SPACE):
+                missed = self._run_known(0)  # (True: stopped at an object whose text is new)
+                if not missed and not self._skip(_SPACE):
                     break
                 self.n_doc += 1
                 where = f"{self.name} document {self.n_doc}"
                 if self.buf[self.pos] == "[":
-                    self._array(dec, where, take_at=1)
+                    self._array(dec, where)
                     continue
-                unit = self._known_unit(0)
+                unit = None if missed else self._known_unit(0)
                 if unit is None:
                     value, end = self._value(dec, where)
                     objs = _validated(_checked(_document_objects, value, where), where, 1)
@@ -293,15 +294,17 @@ class _Reader:
         if not self.units:
             raise click.UsageError(f"{self.name} holds no privacy object (an empty list?); nothing to do.")
 
-    def _run_known(self, context: int, space=_SPACE) -> None:
+    def _run_known(self, context: int, space=_SPACE) -> bool:
         """The fast path: documents whose text was read before, one after another, counted in place.
 
         Stops (pos at the next document, or where the text read so far ends) at anything else:
-        a new text, an array, the end of what is read. (For array elements, see :meth:`_array`.)
+        a new text (then True, pos at it), an array, the end of what is read. (For array elements,
+        see :meth:`_array`.)
         """
         known, lengths = self._known[context], self._lengths[context]
         if not lengths:
-            return
+            return False
+        missed = False
         buf, pos, size, match = self.buf, self.pos, len(self.buf), space.match
         counts, order, n_doc = self.counts, self.order, self.n_doc
         n = lengths[0]
@@ -311,15 +314,19 @@ class _Reader:
                 break
             unit = known.get(buf[at : at + n])
             if unit is None:
-                unit, n = _lookup(buf, at, known, lengths)
+                unit, n = _lookup(buf, at, known, lengths, self._hits >= self._misses // 4)
                 if unit is None:
+                    pos, missed = at, True
+                    self._misses += 1
                     break
+                self._hits += 1
             pos = at + n
             n_doc += 1
             counts[unit] += 1
             if order is not None:
                 order.append((unit, n_doc, 1))
         self.pos, self.n_doc = pos, n_doc
+        return missed
 
     def _value(self, dec, where: str):
         """A whole document's value and end, its errors worded as the decoder words them."""
@@ -336,7 +343,7 @@ class _Reader:
         line = self.lines + self.buf.count("\n", 0, pos) + 1
         return click.UsageError(f"{self.name}: document {self.n_doc} is not valid JSON at line {line}: {msg}.")
 
-    def _array(self, dec, where: str, take_at: int) -> None:
+    def _array(self, dec, where: str) -> None:
         """A document that is a JSON array, element by element.
 
         ``keep`` holds the bracket, the comma or the end of the element before the
@@ -421,13 +428,13 @@ class _Reader:
         raise AssertionError("an array that failed to decode decoded")  # pragma: no cover
 
 
-def _lookup(buf: str, at: int, known: dict, lengths: list) -> tuple[int | None, int]:
+def _lookup(buf: str, at: int, known: dict, lengths: list, scan: bool = True) -> tuple[int | None, int]:
     """(unit, length) of a known object text that starts buf[at:] (at an opening brace), else (None, 0).
 
     Tried: the rest of the line (one object per line, NDJSON; a trailing comma dropped, for arrays
-    one element a line), then the lengths of the texts known, most recently matched first (which
-    moves to the front). A known text that starts the rest of the input is that very object: an
-    object's text ends where its braces close, whatever follows.
+    one element a line), then (with ``scan``) the lengths of the texts known, most recently matched
+    first (which moves to the front). A known text that starts the rest of the input is that very
+    object: an object's text ends where its braces close, whatever follows.
     """
     nl = buf.find("\n", at)
     if nl >= 0:
@@ -439,7 +446,7 @@ def _lookup(buf: str, at: int, known: dict, lengths: list) -> tuple[int | None, 
                 lengths.remove(n)
                 lengths.insert(0, n)
             return unit, n
-    for i, n in enumerate(lengths):
+    for i, n in enumerate(lengths if scan else ()):
         unit = known.get(buf[at : at + n])
         if unit is not None:
             if i:
