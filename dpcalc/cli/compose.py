@@ -770,6 +770,8 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
             f"{MAX_ROWS:,} rows a result may have; use --ledger-rows grouped or auto (a row per distinct release)."
         )
 
+    described = [lg.describe(e.obj) for e in kinds]
+
     def row(e, k, share, count):
         cost = costs[k]
         r = {
@@ -777,7 +779,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
             "kind": "release",
             "row": "group" if grouped else "entry",
             "entry": e.name,
-            "mechanism": lg.describe(e.obj),
+            "mechanism": described[k],
             "times": e.times,
             "epsilon": cost.epsilon,
             "delta": cost.delta,
