@@ -19,6 +19,9 @@ the PLD engine accounts for them (and their (ε, δ) is what it says).
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,40 +99,163 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
     raise ObjectError(f"{where}: cannot compose a {type(obj).__name__}")
 
 
-def _rdp_parts(parts: list[Part]):
-    """An rdp_fn for rdp.optimal_epsilon and the fixed orders it must use (or None)."""
-    curves = [p for p in parts if p.kind == "curve"]
-    orders = None
-    if curves:
-        common = set(curves[0].orders)
-        for c in curves[1:]:
-            common &= set(c.orders)
-        if not common:
-            raise ObjectError("the RDP curves given have no order in common; they cannot be composed")
-        orders = np.array(sorted(common))
+def _key(p: Part) -> tuple:
+    """Everything but the count: parts with equal keys are the same mechanism."""
+    return (p.kind, p.mu, p.rho, p.epsilon, p.delta, p.scale, p.rate, p.sigma, p.orders, p.values, p.scheme)
 
-    def fn(alpha):
-        total = np.zeros(np.shape(alpha))
-        for p in parts:
-            if p.kind == "gauss":
-                r = alpha * p.mu**2 / 2
-            elif p.kind == "zcdp":
-                r = alpha * p.rho
-            elif p.kind == "pure":
-                r = np.minimum(p.epsilon, alpha * p.epsilon**2 / 2)
-            elif p.kind == "laplace":
-                r = _rdp.laplace(alpha, p.scale)
-            elif p.kind == "sgauss":
-                r = _rdp._subsampled_gaussian(alpha, p.rate, p.sigma)
-            elif p.kind == "curve":
-                lookup = dict(zip(p.orders, p.values))
-                r = np.vectorize(lambda a, lk=lookup: lk[float(a)])(alpha)
-            else:  # pragma: no cover - dp parts never reach here
-                raise ValueError(p.kind)
-            total = total + p.times * r
+
+def group_parts(parts: Iterable[Part]) -> list[Part]:
+    """Identical parts merged into one (their counts added), in a canonical order.
+
+    k runs of a mechanism are one k-fold self-composition, so the accounting of
+    the grouped list is that of the given one; its cost grows with the number of
+    *distinct* parts. The order (sorted by kind and parameters) does not depend on
+    the order of the input, so neither does any total computed from it: the same
+    releases give the same digits however they are listed or grouped.
+    """
+    counts: dict[tuple, int] = {}
+    for p in parts:
+        k = _key(p)
+        counts[k] = counts.get(k, 0) + p.times
+    return [Part(k[0], t, *k[1:]) for k, t in sorted(counts.items(), key=lambda kt: kt[0])]
+
+
+#: Largest number of elements one broadcast block of :class:`_RDPSum` holds (8 MiB of float64).
+_BLOCK = 1 << 20
+
+
+class _RDPSum:
+    """Σᵢ tᵢ·RDPᵢ(α) of (grouped) parts: the ``rdp_fn`` of :func:`dpcalc.core.rdp.optimal_epsilon`.
+
+    One vectorised term per family: Gaussian and zCDP parts are linear in α
+    (one slope, summed exactly with ``math.fsum``); pure ε and Laplace parts are
+    broadcast over the orders in blocks of at most :data:`_BLOCK` elements;
+    subsampled Gaussians are one series each; RDP curves are summed once at
+    their common orders. :meth:`rows` gives each part's own term instead (row
+    i of the orders for part i), for per-part answers and attributions; on a
+    single part both give the same numbers bit for bit.
+    """
+
+    def __init__(self, parts: Sequence[Part]):
+        if any(p.kind not in ("gauss", "zcdp", "pure", "laplace", "sgauss", "curve") for p in parts):
+            raise ValueError("only parts with an RDP bound")  # pragma: no cover - callers filter
+        self.parts = parts
+        self.slope = math.fsum(_slope(p) for p in parts if p.kind in ("gauss", "zcdp"))
+        pure = [p for p in parts if p.kind == "pure"]
+        self.pure = (np.array([float(p.times) for p in pure]), np.array([p.epsilon for p in pure]))
+        lap = [p for p in parts if p.kind == "laplace"]
+        self.lap = (np.array([float(p.times) for p in lap]), np.array([p.scale for p in lap]))
+        self.sg = [(float(p.times), p.rate, p.sigma) for p in parts if p.kind == "sgauss"]
+        curves = [p for p in parts if p.kind == "curve"]
+        self.orders = None
+        if curves:
+            common = set(curves[0].orders)
+            for c in curves[1:]:
+                common &= set(c.orders)
+            if not common:
+                raise ObjectError("the RDP curves given have no order in common; they cannot be composed")
+            self.orders = np.array(sorted(common))
+            self.curve = np.sum([_curve_at(c, self.orders) for c in curves], axis=0)
+
+    def __call__(self, alpha):
+        alpha = np.asarray(alpha, float)
+        total = alpha * self.slope
+        if self.pure[0].size:
+            total = total + _blocks(*self.pure, alpha, _pure_rdp)
+        if self.lap[0].size:
+            total = total + _blocks(*self.lap, alpha, _rdp.laplace)
+        for t, q, s in self.sg:
+            total = total + t * _rdp._subsampled_gaussian(alpha, q, s)
+        if self.orders is not None:
+            total = total + self.curve[_order_index(self.orders, alpha)]
         return total
 
-    return fn, orders
+    def rows(self, alpha):
+        """Part i's own tᵢ·RDPᵢ at the orders in row i of ``alpha`` (shape (len(parts), k))."""
+        alpha = np.asarray(alpha, float)
+        out = np.zeros(alpha.shape)
+        kinds = np.array([p.kind for p in self.parts])
+        for kind in np.unique(kinds):
+            idx = np.flatnonzero(kinds == kind)
+            ps = [self.parts[i] for i in idx]
+            a = alpha[idx]
+            t = np.array([float(p.times) for p in ps])[:, None]
+            if kind in ("gauss", "zcdp"):
+                out[idx] = a * np.array([_slope(p) for p in ps])[:, None]
+            elif kind == "pure":
+                out[idx] = t * _pure_rdp(a, np.array([p.epsilon for p in ps])[:, None])
+            elif kind == "laplace":
+                out[idx] = t * _rdp.laplace(a, np.array([p.scale for p in ps])[:, None])
+            elif kind == "sgauss":
+                for j, p in zip(idx, ps):
+                    out[j] = float(p.times) * _rdp._subsampled_gaussian(alpha[j], p.rate, p.sigma)
+            else:
+                for j, p in zip(idx, ps):
+                    out[j] = _curve_at(p, alpha[j])
+        return out
+
+
+def _slope(p: Part) -> float:
+    """tᵢ·RDPᵢ(α)/α of a part linear in α: tμ²/2 (Gaussian, GDP) or tρ (zCDP)."""
+    return p.times * p.mu**2 / 2 if p.kind == "gauss" else p.times * p.rho
+
+
+def _pure_rdp(alpha, eps):
+    """RDP of pure ε-DP: min(ε, αε²/2) ([BS] Prop. 1.4 via zCDP; ε itself is a bound at every α)."""
+    return np.minimum(eps, alpha * eps**2 / 2)
+
+
+def _blocks(times: np.ndarray, x: np.ndarray, alpha: np.ndarray, f) -> np.ndarray:
+    """Σᵢ tᵢ·f(α, xᵢ), broadcast over α in blocks of at most :data:`_BLOCK` elements."""
+    out = np.zeros(alpha.shape)
+    step = max(1, _BLOCK // max(alpha.size, 1))
+    shape = (-1,) + (1,) * alpha.ndim
+    for i in range(0, times.size, step):
+        t, xs = times[i : i + step].reshape(shape), x[i : i + step].reshape(shape)
+        out = out + np.sum(t * f(alpha[None], xs), axis=0)
+    return out
+
+
+def _order_index(orders: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """Where each α sits in ``orders`` (every α must be one of them)."""
+    i = np.minimum(np.searchsorted(orders, alpha), orders.size - 1)
+    if not np.all(orders[i] == alpha):  # pragma: no cover - optimal_epsilon is called on these orders only
+        raise ValueError("an RDP curve is evaluated only at its own orders")
+    return i
+
+
+def _curve_at(p: Part, alpha) -> np.ndarray:
+    """t·RDP of a curve part at orders it lists (for a repeated order, its last value, as a dict keeps)."""
+    lookup = dict(zip(p.orders, p.values))
+    alpha = np.asarray(alpha, float)
+    return p.times * np.array([lookup[float(a)] for a in alpha.ravel()]).reshape(alpha.shape)
+
+
+def _rdp_epsilon(parts: Sequence[Part], delta: float) -> tuple[float, float]:
+    """(ε, best order) of the RDP total of parts with an RDP bound, at δ (improved conversion).
+
+    The last few answers are kept: a ledger asks for the same total twice (for the total, and for the
+    order its shares are taken at).
+    """
+    key = (tuple(parts), delta)
+    if key not in _RDP_MEMO:
+        if len(_RDP_MEMO) >= 4:
+            _RDP_MEMO.pop(next(iter(_RDP_MEMO)))
+        _RDP_MEMO[key] = _rdp_search(parts, delta)
+    return _RDP_MEMO[key]
+
+
+_RDP_MEMO: dict = {}
+
+
+def _rdp_search(parts: Sequence[Part], delta: float) -> tuple[float, float]:
+    fn = _RDPSum(parts)
+    d = np.array([delta])
+    if fn.orders is None:
+        e, a = _rdp.optimal_epsilon(fn, d)
+    else:
+        e, a = _rdp.optimal_epsilon(fn, d, orders=fn.orders, refine_steps=0, extend=False)
+    return float(e[0]), float(a[0])
 
 
 @dataclass(frozen=True)
@@ -163,12 +289,15 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     supported, or if the parts are all Gaussian: their exact μ-GDP total is reported instead).
 
     One subsampled Gaussian release run once (or with every record sampled) takes the engine's exact
-    route, as plan-sgd does.
+    route, as plan-sgd does. Otherwise identical parts are grouped first: each distinct part is one
+    k-fold self-composition, and the engine multiplies one transform (raised to its k) per distinct
+    part, however many releases there are.
     """
     from dpcalc.core import pld, sgd
 
     if not parts or any(p.kind not in PLD_KINDS for p in parts) or all(p.kind == "gauss" for p in parts):
         return None
+    parts = group_parts(parts)
     if len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss") and (parts[0].times == 1 or parts[0].rate >= 1):
         p = parts[0]
         sampling = "poisson" if p.kind == "sgauss" else "without-replacement"
@@ -207,13 +336,25 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]), met=bool(ans.met[0]))
 
 
+def _no_pld_error() -> ObjectError:
+    from dpcalc.core.pld import MIN_DELTA
+
+    return ObjectError(
+        "a Gaussian sampled without replacement is accounted only by the PLD engine, which cannot answer "
+        f"here (it needs δ >= {MIN_DELTA:g} and a loss distribution that fits its grid)"
+    )
+
+
 def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width: float | None = None) -> list[Total]:
     """Total ε at δ of all parts, by every applicable sound method (tightest first is not implied).
 
     ``width`` is the PLD interval's relative width target (None: the engine's default).
+    Identical parts are grouped first (:func:`group_parts`): the cost grows with the number of
+    distinct parts, and the digits do not depend on how the parts are listed.
     """
     if not parts:
         raise ObjectError("nothing to compose")
+    parts = group_parts(parts)
     totals: list[Total] = []
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     if with_pld or pld_only:
@@ -221,18 +362,13 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         if t is not None:
             totals.append(t)
         elif pld_only:
-            from dpcalc.core.pld import MIN_DELTA
-
-            raise ObjectError(
-                "a Gaussian sampled without replacement is accounted only by the PLD engine, which cannot answer "
-                f"here (it needs δ >= {MIN_DELTA:g} and a loss distribution that fits its grid)"
-            )
+            raise _no_pld_error()
     if pld_only:
         return totals  # the other methods have no bound for such parts
     dp_parts = [p for p in parts if p.kind == "dp"]
     rest = [p for p in parts if p.kind != "dp"]
-    dp_eps = float(sum(p.times * p.epsilon for p in dp_parts))
-    dp_delta = float(sum(p.times * p.delta for p in dp_parts))
+    dp_eps = math.fsum(p.times * p.epsilon for p in dp_parts)
+    dp_delta = math.fsum(p.times * p.delta for p in dp_parts)
     if dp_parts and dp_delta >= delta:
         raise ObjectError(
             f"the (ε, δ) parts alone spend δ = {dp_delta:g}, which is not below --delta {delta:g}; raise --delta"
@@ -243,29 +379,25 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         totals.append(Total("basic", "upper", dp_eps, dp_delta))
         return totals
     if all(p.kind == "gauss" for p in rest):
-        mu = float(np.sqrt(sum(p.times * p.mu**2 for p in rest)))
+        mu = math.sqrt(math.fsum(p.times * p.mu**2 for p in rest))
         e = float(_gdp.epsilon(mu, d_rest))
         totals.append(Total("gdp" + suffix, "exact" if not dp_parts else "upper", e + dp_eps, delta, mu=mu))
     if all(p.kind in ("gauss", "zcdp", "pure") for p in rest):
-        rho = float(
-            sum(
-                p.times * (p.mu**2 / 2 if p.kind == "gauss" else p.rho if p.kind == "zcdp" else p.epsilon**2 / 2)
-                for p in rest
-            )
-        )
+        rho = math.fsum(_rho(p) for p in rest)
         totals.append(
             Total("zcdp-rdp" + suffix, "upper", float(_zcdp.epsilon_tight(rho, d_rest)) + dp_eps, delta, rho=rho)
         )
     if all(p.kind in ("pure", "laplace") for p in rest):
-        pure = float(sum(p.times * p.epsilon for p in rest))
+        pure = math.fsum(p.times * p.epsilon for p in rest)
         totals.append(Total("basic", "upper", pure + dp_eps, dp_delta))
-    fn, orders = _rdp_parts(rest)
-    if orders is None:
-        e, a = _rdp.optimal_epsilon(fn, np.array([d_rest]))
-    else:
-        e, a = _rdp.optimal_epsilon(fn, np.array([d_rest]), orders=orders, refine_steps=0, extend=False)
-    totals.append(Total("rdp" + suffix, "upper", float(e[0]) + dp_eps, delta, order=float(a[0])))
+    e, a = _rdp_epsilon(rest, d_rest)
+    totals.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
     return totals
+
+
+def _rho(p: Part) -> float:
+    """tρ of a part with a zCDP bound: tμ²/2 (Gaussian), tρ, or tε²/2 (pure ε-DP, [BS] Prop. 1.4)."""
+    return p.times * (p.mu**2 / 2 if p.kind == "gauss" else p.rho if p.kind == "zcdp" else p.epsilon**2 / 2)
 
 
 def tightest(totals: list[Total]) -> Total:
@@ -275,13 +407,71 @@ def tightest(totals: list[Total]) -> Total:
 
 def part_cost(part: Part, delta: float) -> float:
     """ε of one part on its own at δ (its best sound method)."""
-    if part.kind == "dp":
-        return part.times * part.epsilon
-    return tightest(compose_parts([part], delta)).epsilon
+    return alone([part], delta)[0].epsilon
 
 
-def shares(parts: list[Part], delta: float) -> list[float]:
+def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: float | None = None) -> list[Total]:
+    """Each part on its own (with its count) at δ: its tightest total, as
+    ``tightest(compose_parts([p], δ, with_pld, width))`` gives it, to the last digit — but each
+    closed form and the RDP search run once for all parts (vectorised), and PLD once per part that
+    needs it. (ε, δ) parts cost their basic tε at tδ (no check against δ: on its own such a part
+    is just what it says).
+    """
+    n = len(parts)
+    found: list[list[Total]] = [[] for _ in range(n)]
+    idx = {k: [i for i, p in enumerate(parts) if p.kind == k] for k in {p.kind for p in parts}}
+
+    def pick(kinds):
+        return [i for k in kinds for i in idx.get(k, [])]
+
+    for i in pick(("dp",)):
+        p = parts[i]
+        found[i].append(Total("basic", "upper", p.times * p.epsilon, p.times * p.delta))
+    for i in pick(PLD_KINDS):
+        if parts[i].kind == "dp" or not (with_pld or parts[i].kind in PLD_ONLY_KINDS):
+            continue
+        t = pld_total([parts[i]], delta, width)
+        if t is not None:
+            found[i].append(t)
+        elif parts[i].kind in PLD_ONLY_KINDS:
+            raise _no_pld_error()
+    for gauss in _chunks(pick(("gauss",))):
+        mu = np.array([math.sqrt(parts[i].times * parts[i].mu ** 2) for i in gauss])
+        e = np.atleast_1d(_gdp.epsilon(mu, np.full(mu.shape, delta)))
+        for i, m, x in zip(gauss, mu, e):
+            found[i].append(Total("gdp", "exact", float(x), delta, mu=float(m)))
+    for z in _chunks(pick(("gauss", "zcdp", "pure"))):
+        rho = np.array([_rho(parts[i]) for i in z])
+        e = np.atleast_1d(_zcdp.epsilon_tight(rho, np.full(rho.shape, delta)))
+        for i, r, x in zip(z, rho, e):
+            found[i].append(Total("zcdp-rdp", "upper", float(x), delta, rho=float(r)))
+    for i in pick(("pure", "laplace")):
+        found[i].append(Total("basic", "upper", parts[i].times * parts[i].epsilon, 0.0))
+    for r in _chunks(pick(("gauss", "zcdp", "pure", "laplace", "sgauss"))):
+        fn = _RDPSum([parts[i] for i in r])
+        e, a = _rdp.optimal_epsilon(fn.rows, np.full(len(r), delta))
+        for i, x, o in zip(r, e, a):
+            found[i].append(Total("rdp", "upper", float(x), delta, order=float(o)))
+    for i in pick(("curve",)):
+        found[i] += compose_parts([parts[i]], delta, with_pld, width)
+    return [tightest(f) for f in found]
+
+
+#: Parts per vectorised call of :func:`alone` (its searches hold a few hundred orders per part).
+_ALONE_CHUNK = 2048
+
+
+def _chunks(items: list) -> list[list]:
+    """``items`` in runs of at most :data:`_ALONE_CHUNK` (the same answers: every case is its own row)."""
+    return [items[i : i + _ALONE_CHUNK] for i in range(0, len(items), _ALONE_CHUNK)]
+
+
+def shares(parts: Sequence[Part], delta: float, counts: Sequence[int] | None = None) -> list[float]:
     """Approximate attribution of the total ε to parts (fractions summing to 1).
+
+    ``counts[i]`` (default 1) says how many times part i occurs in the composition (as a ledger's
+    identical releases do); its fraction is that of all of them. The work is done once per listed
+    part, vectorised.
 
     RDP-accounted parts share the RDP part of the budget in proportion to
     their RDP at the order that attains the total; (ε, δ) parts count their
@@ -289,26 +479,26 @@ def shares(parts: list[Part], delta: float) -> list[float]:
     counts its own ε at δ. This explains *who spends* — it is not itself a
     guarantee.
     """
+    n = len(parts)
+    k = np.ones(n) if counts is None else np.asarray(counts, float)
+
+    def normalised(w: np.ndarray) -> list[float]:
+        total = w.sum()
+        return list(w / total) if total > 0 else [1.0 / n] * n
+
     if any(p.kind in PLD_ONLY_KINDS for p in parts):
         # No RDP curve for these: attribute in proportion to each part's own ε (PLD where needed).
-        costs = np.array([part_cost(p, delta) for p in parts])
-        return list(costs / costs.sum()) if costs.sum() > 0 else [1.0 / len(parts)] * len(parts)
-    dp_eps = np.array([p.times * p.epsilon if p.kind == "dp" else 0.0 for p in parts])
-    rest = [p for p in parts if p.kind != "dp"]
+        return normalised(np.array([t.epsilon for t in alone(parts, delta)]) * k)
+    dp_eps = np.array([p.times * p.epsilon if p.kind == "dp" else 0.0 for p in parts]) * k
+    rest = [i for i, p in enumerate(parts) if p.kind != "dp"]
     if not rest:
-        total = dp_eps.sum()
-        return list(dp_eps / total) if total > 0 else [1.0 / len(parts)] * len(parts)
-    dp_delta = sum(p.times * p.delta for p in parts if p.kind == "dp")
-    rdp_total = [t for t in compose_parts(rest, delta - dp_delta) if t.method == "rdp"][0]
-    alpha = np.array([[rdp_total.order]])
-    contrib = []
-    for p in parts:
-        if p.kind == "dp":
-            contrib.append(0.0)
-        else:
-            fn, _ = _rdp_parts([p])
-            contrib.append(float(fn(alpha)[0, 0]))
-    contrib = np.array(contrib)
-    rdp_eps = rdp_total.epsilon
-    weights = (contrib / contrib.sum() * rdp_eps if contrib.sum() > 0 else np.zeros_like(contrib)) + dp_eps
-    return list(weights / weights.sum()) if weights.sum() > 0 else [1.0 / len(parts)] * len(parts)
+        return normalised(dp_eps)
+    # The RDP total as compose_parts finds it (the same grouped parts, the same δ: the same search).
+    pool = group_parts(dataclasses.replace(p, times=int(c) * p.times) for p, c in zip(parts, k))
+    dp_delta = math.fsum(p.times * p.delta for p in pool if p.kind == "dp")
+    rdp_eps, order = _rdp_epsilon([p for p in pool if p.kind != "dp"], delta - dp_delta)
+    each = _RDPSum([parts[i] for i in rest]).rows(np.full((len(rest), 1), order))[:, 0]
+    contrib = np.zeros(n)
+    contrib[rest] = each * k[rest]
+    weights = (contrib / contrib.sum() * rdp_eps if contrib.sum() > 0 else np.zeros(n)) + dp_eps
+    return normalised(weights)

@@ -18,11 +18,23 @@ Format (TOML; the JSON form has the same keys)::
     sampling = "poisson"        # poisson (default) | without-replacement
 
 Every error names the file, the release and the field.
+
+Reading scales with the number of releases: a TOML ledger in the plain form
+above (bare keys, one-line strings, decimal numbers, booleans, comments,
+[ledger] and [[release]] headers) is read line by line by :func:`_plain_toml`,
+each distinct line once; anything else is read by ``tomllib`` (the same
+values: the plain form is the part of TOML whose meaning is simple enough to
+read directly, and any doubt — a repeated key, a header it does not know —
+sends the whole file to ``tomllib`` for its own answer and message). Releases
+that differ only in their name or note are validated once. TOML has no
+streaming reader; the file is read whole (bounded by
+:data:`dpcalc.strictjson.MAX_INPUT_BYTES`), and so is a JSON ledger.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,7 +61,14 @@ class Entry:
     name: str
     obj: Any
     times: int
-    where: str
+    path: str
+    number: int  # 1-based place in the ledger
+    named: bool  # whether the release has a name of its own
+
+    @property
+    def where(self) -> str:
+        """How messages name the release: ``ledger PATH release N ('NAME')``."""
+        return f"ledger {self.path} release {self.number}" + (f" ({self.name!r})" if self.named else "")
 
 
 @dataclass(frozen=True)
@@ -74,7 +93,7 @@ def load(path: str) -> Ledger:
     is_json = path.endswith(".json")
     try:
         text = read_text(path, f"ledger {path}")
-        data = loads(text) if is_json else tomllib.loads(text)
+        data, bodies = (loads(text), None) if is_json else _toml(text)
     except InputError as exc:
         msg = str(exc)
         raise ObjectError(msg if msg.startswith("ledger ") else f"ledger {path}: not valid JSON: {msg}") from None
@@ -100,8 +119,126 @@ def load(path: str) -> Ledger:
     releases = data.get("release")
     if not isinstance(releases, list) or not releases:
         raise ObjectError(f"ledger {path}: no [[release]] entries ('release' must be a list of tables)")
-    entries = [_entry(r, i, path, neighbours) for i, r in enumerate(releases, 1)]
+    # Each distinct release body (all but its name and note) is validated once.
+    known: dict[tuple, tuple[Any, int]] = {}
+    entries = []
+    for i, r in enumerate(releases, 1):
+        key = bodies[i - 1] if bodies is not None else _body(r)
+        hit = known.get(key) if key is not None else None
+        if hit is None:
+            e = _entry(r, i, path, neighbours)
+            if key is not None:
+                known[key] = (e.obj, e.times)
+        else:
+            named = "name" in r
+            e = Entry(r["name"] if named else f"release {i}", hit[0], hit[1], path, i, named)
+        entries.append(e)
     return Ledger(path, name, delta, max_eps, neighbours, tuple(entries))
+
+
+def _body(r: Any) -> tuple | None:
+    """What a release's validation depends on (None when it may fail on its name or note): each field
+    but those two, with its value's repr (which tells 1 from 1.0 and True, and -0.0 from 0.0)."""
+    if not isinstance(r, dict) or not isinstance(r.get("name", ""), str) or not isinstance(r.get("note", ""), str):
+        return None
+    return tuple((k, repr(v)) for k, v in r.items() if k != "name" and k != "note")
+
+
+_WS = r"[ \t]*"
+#: One line of a plain TOML ledger: a key and a one-line value, a [table] or [[array]] header, or
+#: nothing; then an optional comment. Values: basic and literal strings without escapes, booleans,
+#: decimal integers of up to 100 digits and floats without underscores (TOML 1.0, as tomllib reads them).
+_PLAIN_LINE = re.compile(
+    rf"{_WS}(?:"
+    rf"(?P<key>[A-Za-z0-9_-]+){_WS}={_WS}(?:"
+    r'"(?P<basic>[^"\\\x00-\x08\x0a-\x1f\x7f]*)"'
+    r"|'(?P<literal>[^'\x00-\x08\x0a-\x1f\x7f]*)'"
+    r"|(?P<bool>true|false)"
+    r"|(?P<int>[+-]?(?:0|[1-9][0-9]{0,99}))(?P<frac>(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r")"
+    rf"|\[{_WS}(?P<table>[A-Za-z0-9_-]+){_WS}\]"
+    rf"|\[\[{_WS}(?P<array>[A-Za-z0-9_-]+){_WS}\]\]"
+    rf")?{_WS}(?:#[^\x00-\x08\x0a-\x1f\x7f]*)?"
+)
+
+
+def _toml(text: str) -> tuple[dict, list | None]:
+    """The TOML document ``text``, and its releases' bodies when it is plain (see :func:`_plain_toml`;
+    else tomllib reads it, and the bodies are None)."""
+    plain = _plain_toml(text)
+    return (tomllib.loads(text), None) if plain is None else plain
+
+
+def _plain_toml(text: str) -> tuple[dict, list] | None:
+    """A TOML document in the plain form (see :data:`_PLAIN_LINE`) as tomllib reads it, else None.
+
+    Line by line, each distinct line matched once (a small cache; release names are each new).
+    None for anything outside the form or in doubt — a line it does not match, a repeated key or
+    table, a header over a key already defined — so that tomllib reads the file and words the error.
+
+    Also returns, for each ``[[release]]``, what its validation depends on (as :func:`_body` does):
+    the text of its lines but its name and note (a line's text fixes its key and value), or None
+    when its name or note is not a string.
+    """
+    root: dict = {}
+    current = root
+    arrays: set = set()
+    seen: dict = {}
+    bodies: list = []
+    body: list | None = None  # the lines of the release being read (None: not in a release)
+    plain = True  # whether its name and note are strings
+    match = _PLAIN_LINE.fullmatch
+    if text.count("\r") != text.count("\r\n"):
+        return None  # a carriage return that does not end a line
+    for line in text.split("\n"):
+        if not line:
+            continue
+        got = seen.get(line)
+        if got is None:
+            m = match(line[:-1] if line.endswith("\r") else line)
+            if m is None:
+                return None
+            key, basic, literal, boolean, digits, frac, table, array = m.groups()
+            if key is None:
+                got = (1, table, None) if table is not None else (2, array, None) if array is not None else (3, 0, 0)
+            elif basic is not None or literal is not None:
+                got = (0, key, basic if basic is not None else literal)
+            elif boolean is not None:
+                got = (0, key, boolean == "true")
+            else:
+                got = (0, key, float(digits + frac) if frac else int(digits))
+            if len(seen) > 4096:
+                seen.clear()
+            seen[line] = got
+        kind, key, value = got
+        if kind == 0:
+            if key in current:
+                return None
+            current[key] = value
+            if body is not None:
+                if key == "name" or key == "note":
+                    plain = plain and isinstance(value, str)
+                else:
+                    body.append(line)
+        elif kind == 3:
+            continue
+        else:
+            if body is not None:
+                bodies.append(tuple(body) if plain else None)
+            body, plain = ([], True) if kind == 2 and key == "release" else (None, True)
+            if kind == 1:
+                if key in root:
+                    return None
+                current = root[key] = {}
+            else:
+                if key in root and key not in arrays:
+                    return None
+                arrays.add(key)
+                current = {}
+                root.setdefault(key, []).append(current)
+    if body is not None:
+        bodies.append(tuple(body) if plain else None)
+    return root, bodies
 
 
 def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
@@ -151,7 +288,7 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
         obj = Subsampled(obj, rate, sampling, needed)
     elif "sampling" in r:
         raise ObjectError(f"{where}: 'sampling' needs a 'rate'")
-    return Entry(name, obj, times, where)
+    return Entry(name, obj, times, path, i, isinstance(r.get("name"), str))
 
 
 def describe(obj: Any) -> str:

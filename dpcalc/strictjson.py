@@ -11,7 +11,9 @@ into a :class:`InputError` naming the problem.
 Limits (documented in the README):
 
 * :data:`MAX_INPUT_BYTES` — stdin, ``--input`` files and ledgers are read up to
-  this size; anything longer is refused before it is parsed.
+  this size; anything longer is refused (ledgers before they are parsed; stdin and
+  ``--input``, which :class:`TextStream` reads a chunk at a time, when the count of
+  bytes read passes it).
 * :data:`MAX_INT_DIGITS` — integer literals longer than this are refused (no
   count or parameter dpcalc accepts needs more).
 * nesting deeper than Python's recursion limit is refused.
@@ -19,11 +21,14 @@ Limits (documented in the README):
 
 from __future__ import annotations
 
+import codecs
 import json
 import sys
 
 #: Largest stdin, --input file or ledger dpcalc reads (256 MiB: a million piped objects are ~50 MB).
 MAX_INPUT_BYTES = 256 * 1024 * 1024
+#: Bytes :class:`TextStream` reads at a time.
+CHUNK_BYTES = 1 << 20
 #: Longest integer literal accepted in JSON (a 64-bit count has 20 digits).
 MAX_INT_DIGITS = 100
 
@@ -81,31 +86,78 @@ def read_text(source: str, what: str) -> str:
     closed stdin, an unreadable file, oversize input or bytes that are not
     UTF-8; ``what`` names the input in messages (e.g. "stdin", "ledger x.toml").
     """
-    if source == "-":
-        stream = getattr(sys.stdin, "buffer", None) if sys.stdin is not None else None
-        if stream is None:
-            raise InputError(f"{what}: standard input is closed; pipe a document or give a file")
+    with TextStream(source, what, chunk=MAX_INPUT_BYTES + 1) as stream:
+        pieces = []
+        while (piece := stream.read()) is not None:
+            pieces.append(piece)
+    return "".join(pieces)
+
+
+class TextStream:
+    """A file (or ``-`` for stdin) as UTF-8 text, a chunk of :data:`CHUNK_BYTES` at a time.
+
+    The checks and messages of :func:`read_text`, as the bytes arrive: a closed
+    stdin or an unreadable file, more than :data:`MAX_INPUT_BYTES` in all, bytes
+    that are not UTF-8 (named with their offset in the whole input); a UTF-8
+    byte-order mark at the start is dropped. Use as a context manager (a file
+    is closed at the end; stdin is left open).
+    """
+
+    def __init__(self, source: str, what: str, chunk: int | None = None):
+        self.what = what
+        self.chunk = CHUNK_BYTES if chunk is None else chunk
+        self.count = 0  # bytes read so far
+        self.first = True
+        self.done = False
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._own = source != "-"
+        if source == "-":
+            stream = getattr(sys.stdin, "buffer", None) if sys.stdin is not None else None
+            if stream is None:
+                raise InputError(f"{what}: standard input is closed; pipe a document or give a file")
+            self._fh = stream
+        else:
+            try:
+                self._fh = open(source, "rb")
+            except OSError as exc:
+                raise InputError(f"{what}: cannot read it ({_reason(exc)})") from None
+
+    def __enter__(self) -> TextStream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._own:
+            self._fh.close()
+
+    def read(self) -> str | None:
+        """The next piece of text ('' when a chunk ends inside a character), or None at the end."""
+        if self.done:
+            return None
         try:
-            raw = stream.read(MAX_INPUT_BYTES + 1)
+            raw = self._fh.read(min(self.chunk, MAX_INPUT_BYTES + 1 - self.count))
         except (OSError, ValueError) as exc:
-            raise InputError(f"{what}: cannot read standard input ({_reason(exc)})") from None
-    else:
+            where = "standard input" if not self._own else "it"
+            raise InputError(f"{self.what}: cannot read {where} ({_reason(exc)})") from None
+        before = self.count - len(self._decoder.getstate()[0])  # offset of the decoder's first byte
+        self.count += len(raw)
+        if self.count > MAX_INPUT_BYTES:
+            limit = MAX_INPUT_BYTES // 2**20
+            raise InputError(f"{self.what}: more than {limit} MiB; dpcalc reads at most that much (split the input)")
         try:
-            with open(source, "rb") as fh:
-                raw = fh.read(MAX_INPUT_BYTES + 1)
-        except OSError as exc:
-            raise InputError(f"{what}: cannot read it ({_reason(exc)})") from None
-    if len(raw) > MAX_INPUT_BYTES:
-        raise InputError(
-            f"{what}: more than {MAX_INPUT_BYTES // 2**20} MiB; dpcalc reads at most that much (split the input)"
-        )
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            f"{what}: not UTF-8 text (byte 0x{raw[exc.start]:02X} at offset {exc.start}); save it as UTF-8"
-        ) from None
-    return text[1:] if text.startswith("\ufeff") else text
+            text = self._decoder.decode(raw, final=not raw)
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{self.what}: not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at offset {before + exc.start}); "
+                "save it as UTF-8"
+            ) from None
+        if self.first and text:
+            self.first = False
+            if text.startswith("\ufeff"):
+                text = text[1:]
+        if not raw:
+            self.done = True
+            return text or None
+        return text
 
 
 def _reason(exc: BaseException) -> str:

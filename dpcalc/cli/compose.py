@@ -8,6 +8,7 @@ from dpcalc.cli import _common as c
 from dpcalc.cli.options import (
     CONTEXT,
     COUNT,
+    MAX_ROWS,
     NONNEGATIVE,
     POSITIVE,
     PROB_OR_ZERO,
@@ -26,7 +27,7 @@ from dpcalc.cli.options import (
     require,
     sensitivity_option,
 )
-from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
+from dpcalc.cli.pipe import PipeGroup, input_option, read_counted
 
 _times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
 _target_delta = grid_option("--delta", allowed=PROBABILITY, help="δ at which to report the total ε.")
@@ -572,6 +573,14 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
     default=None,
     help="A privacy ledger (TOML or JSON) listing the releases to compose.",
 )
+@click.option(
+    "--ledger-rows",
+    type=click.Choice(["auto", "each", "grouped"]),
+    default="auto",
+    show_default=True,
+    help="With --ledger: a row per release (each), a row per distinct release with a count of its releases "
+    f"(grouped), or each while they fit in the {MAX_ROWS:,}-row limit and grouped beyond it (auto).",
+)
 @number_option("--times", allowed=COUNT, default="1", help="How many times each object read runs.")
 @number_option("--delta", allowed=PROBABILITY, default=None, help="δ at which to report the total ε.")
 @number_option(
@@ -584,21 +593,23 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 @pld_width_option
 @output_options
 @budget_option
-def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_json):
+def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountant, fmt, as_json):
     """Compose the privacy objects read from stdin (or --input), or the releases of a ledger."""
     from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten
     from dpcalc.core.errors import ValidationError
-    from dpcalc.model import DP, Composed, ObjectError
+    from dpcalc.model import DP, ObjectError
 
     refuse_width_without_pld(accountant)
     if ledger is not None:
         refuse_unused(
             "with --ledger (the releases and their counts come from the ledger)", "source", "times", "delta_prime"
         )
-        return _compose_ledger(ledger, delta, accountant != "rdp", fmt, as_json)
-    objs = read_objects(source)
+        return _compose_ledger(ledger, delta, accountant != "rdp", ledger_rows, fmt, as_json)
+    refuse_unused("without --ledger (it says how a ledger's releases are listed)", "ledger_rows")
+    # Identical objects are read once and counted: k of them are one k-fold composition.
+    objs, n_read = read_counted(source)
     times = int(times)
-    if len(objs) == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0 and delta is None:
+    if n_read == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0 and delta is None:
         # One (ε, δ) object with no --delta: basic, advanced and optimal composition at kδ + δ′.
         o = objs[0][0]
         return click.get_current_context().invoke(
@@ -616,21 +627,21 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         "here (it is the extra δ′ of advanced composition for one piped (ε, δ) object without --delta)", "delta_prime"
     )
     try:
-        parts = [p for obj, where in objs for p in flatten(obj, times, where)]
+        parts = [p for obj, where, k in objs for p in flatten(obj, times * k, where)]
         totals = compose_parts(parts, delta, with_pld=accountant != "rdp", width=c.pld_width())
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     except (ValidationError, OverflowError, ZeroDivisionError):
         # Name the object whose values are beyond what can be computed (each alone, by the cheap engines).
-        for obj, where in objs:
+        for obj, where, k in objs:
             with c.attributed(where):
-                compose_parts(flatten(obj, times, where), delta)
+                compose_parts(flatten(obj, times * k, where), delta)
         raise
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     warnings = [_PLD_ONLY_WARNING] if pld_only and accountant == "rdp" else []
     rows = [
         {
-            "objects": len(objs),
+            "objects": n_read,
             "times": times,
             "delta": t.delta,
             "mu": t.mu,
@@ -660,7 +671,6 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         ("order", "best α"),
     ]
     cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
-    obj = Composed(tuple((o, times) for o, _ in objs))
     return c.emit_rows(
         "compose",
         {"times": times, "delta": delta},
@@ -669,7 +679,7 @@ def from_input(source, ledger, times, delta, delta_prime, accountant, fmt, as_js
         fmt,
         as_json,
         tail=("tightest", "method", "bound"),
-        objects=[obj, DP(best["epsilon"], best["delta"])],
+        objects=[_composed((obj, times * k) for obj, _, k in objs), DP(best["epsilon"], best["delta"])],
         warnings=warnings,
     )
 
@@ -679,28 +689,58 @@ _PLD_ONLY_WARNING = (
 )
 
 
-def _compose_ledger(path, delta, with_pld, fmt, as_json):
+def _composed(pairs):
+    """The composition of (object, times) pairs as one object: identical objects are one part, their counts
+    added (a part's count stays at most 2^53, the largest a count read back can be; past it, another part)."""
+    from dpcalc.model import MAX_COUNT, Composed
+
+    merged: dict = {}
+    for obj, t in pairs:
+        counts = merged.setdefault(obj, [0])
+        if counts[-1] + t <= MAX_COUNT:
+            counts[-1] += t
+        else:
+            counts.append(t)
+    return Composed(tuple((obj, t) for obj, counts in merged.items() for t in counts))
+
+
+def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
+    """A ledger's total, and each release's own cost and share: computed once per distinct release.
+
+    Releases with the same mechanism and count are one kind: each kind is flattened, costed on its
+    own and attributed once, and the total composes each kind's parts with their counts multiplied
+    (one self-composition per distinct part, see accounting.group_parts). Rows: one per release, or
+    one per kind with the number of its releases (``rows_mode``; ``auto`` groups past MAX_ROWS).
+    """
+    import dataclasses
+
     from dpcalc import ledger as lg
-    from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten, part_cost, shares, tightest
-    from dpcalc.model import DP, Composed, ObjectError
+    from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten, shares
+    from dpcalc.model import DP, ObjectError
 
     try:
         book = lg.load(path)
         d = delta if delta is not None else book.delta
         if d is None:
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
-        parts = [flatten(e.obj, e.times, e.where) for e in book.entries]
-        flat = [p for ps in parts for p in ps]
-        per_entry = []
-        for e, ps in zip(book.entries, parts):
-            with c.attributed(e.where):
-                per_entry.append(
-                    compose_parts(ps, d, with_pld=with_pld, width=c.pld_width())
-                    if all(p.kind != "dp" for p in ps)
-                    else None
-                )
+        # Kinds: distinct (mechanism, count) pairs, in the order of their first release.
+        index: dict = {}
+        kind_of = []
+        for e in book.entries:
+            kind_of.append(index.setdefault((e.obj, e.times), len(index)))
+        firsts = [0] * len(index)
+        n_kind = [0] * len(index)
+        for i, k in enumerate(kind_of):
+            if not n_kind[k]:
+                firsts[k] = i
+            n_kind[k] += 1
+        kinds = [book.entries[i] for i in firsts]
+        parts = [flatten(e.obj, e.times, e.where) for e in kinds]
+        flat = [dataclasses.replace(p, times=p.times * n) for ps, n in zip(parts, n_kind) for p in ps]
+        costs = _kind_costs(kinds, parts, d, with_pld)
         totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width())
-        share = shares(flat, d)
+        each = [p for ps in parts for p in ps]
+        share_parts = shares(each, d, [n for ps, n in zip(parts, n_kind) for _ in ps])
     except ObjectError as exc:
         msg = str(exc)
         if delta is None:  # the δ came from the ledger, not from --delta
@@ -713,35 +753,49 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
     ctx = click.get_current_context()
     if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
         ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon
-    # Entry shares: sum the shares of each entry's parts.
-    idx, entry_share = 0, []
+    # Each kind's share of the total (all its releases): the shares of its parts.
+    kind_share, at = [], 0
     for ps in parts:
-        entry_share.append(float(sum(share[idx : idx + len(ps)])))
-        idx += len(ps)
-    rows = []
-    for e, ps, totals_e, sh in zip(book.entries, parts, per_entry, entry_share):
-        if totals_e is None:
-            cost = sum(part_cost(p, d) for p in ps)
-            method, bound, de = "basic", "upper", sum(p.times * p.delta for p in ps)
-        else:
-            t = tightest(totals_e)
-            cost, method, bound, de = t.epsilon, t.method, t.bound, t.delta
-        rows.append(
-            {
-                "epsilon_lower": None,
-                "kind": "release",
-                "row": "entry",
-                "entry": e.name,
-                "mechanism": lg.describe(e.obj),
-                "times": e.times,
-                "epsilon": cost,
-                "delta": de,
-                "share_pct": 100 * sh,
-                "tightest": None,
-                "method": method,
-                "bound": bound,
-            }
+        kind_share.append(float(sum(share_parts[at : at + len(ps)])))
+        at += len(ps)
+    grouped = rows_mode == "grouped" or (rows_mode == "auto" and len(book.entries) + len(totals) > MAX_ROWS)
+    if len(kinds) + len(totals) > MAX_ROWS:
+        raise click.UsageError(
+            f"ledger {path} has {len(kinds):,} distinct releases: a row for each, and the totals, are more than the "
+            f"{MAX_ROWS:,} rows a result may have; split the ledger."
         )
+    if rows_mode == "each" and len(book.entries) + len(totals) > MAX_ROWS:
+        raise click.UsageError(
+            f"ledger {path} has {len(book.entries):,} releases: a row for each, and the totals, are more than the "
+            f"{MAX_ROWS:,} rows a result may have; use --ledger-rows grouped or auto (a row per distinct release)."
+        )
+
+    described = [lg.describe(e.obj) for e in kinds]
+
+    def row(e, k, share, count):
+        cost = costs[k]
+        r = {
+            "epsilon_lower": None,
+            "kind": "release",
+            "row": "group" if grouped else "entry",
+            "entry": e.name,
+            "mechanism": described[k],
+            "times": e.times,
+            "epsilon": cost.epsilon,
+            "delta": cost.delta,
+            "share_pct": 100 * share,
+            "tightest": None,
+            "method": cost.method,
+            "bound": cost.bound,
+        }
+        if grouped:
+            r["releases"] = count
+        return r
+
+    if grouped:
+        rows = [row(e, k, kind_share[k], n_kind[k]) for k, e in enumerate(kinds)]
+    else:
+        rows = [row(e, k, kind_share[k] / n_kind[k], 1) for e, k in zip(book.entries, kind_of)]
     total_rows = [
         {
             "kind": "total",
@@ -759,12 +813,21 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
         }
         for t in totals
     ]
+    if grouped:
+        for r in total_rows:
+            r["releases"] = len(book.entries)
     for t in totals:
         if t.epsilon_lower is not None:
             warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
     _mark_tightest(total_rows, [])
     rows += total_rows
-    top = max(zip(entry_share, book.entries), key=lambda x: x[0])
+    # The largest share: of one release (the first of the largest), or of a kind when grouped.
+    per = [kind_share[k] / (1 if grouped else n_kind[k]) for k in range(len(kinds))]
+    top = max(range(len(kinds)), key=lambda k: (per[k], -firsts[k]))
+    largest = f"the largest is {kinds[top].name!r}"
+    if grouped and n_kind[top] > 1:
+        more = n_kind[top] - 1
+        largest += f" (with {more:,} identical release{'s' if more > 1 else ''})"
     notes = [
         f"{book.name}: neighbours {book.neighbours}; entry ε is each release on its own at δ = {d:g}.",
         "share is an attribution of the total ("
@@ -773,30 +836,75 @@ def _compose_ledger(path, delta, with_pld, fmt, as_json):
             if pld_only
             else "RDP at the optimal order, basic ε for (ε, δ) entries"
         )
-        + f"); the largest is {top[1].name!r} at {100 * top[0]:.1f}%.",
+        + f"); {largest} at {100 * per[top]:.1f}%.",
     ]
+    if grouped:
+        why = (
+            f"its {len(book.entries):,} releases and totals are more than the {MAX_ROWS:,} rows a result may have"
+            if rows_mode == "auto"
+            else "--ledger-rows grouped"
+        )
+        notes.append(
+            f"One row per distinct release ({len(kinds):,} rows for {len(book.entries):,} releases: {why}): "
+            "'releases' counts the identical releases (same mechanism, parameters and k) a row stands for, named "
+            "after the first; its ε is one of them on its own, its share all of them together."
+        )
+        if rows_mode == "auto":
+            warnings.append(
+                f"ledger {path}: {len(book.entries):,} releases are more rows than a result may have "
+                f"({MAX_ROWS:,}); they are grouped, one row per distinct release with a count "
+                "(--ledger-rows grouped says so explicitly)."
+            )
     best = [r for r in total_rows if r["tightest"]][0]
     cols = [
         ("kind", "kind", "text"),
         ("entry", "release", "text"),
         ("mechanism", "mechanism", "text"),
         ("times", "k", "int"),
+        ("releases", "releases", "int"),
         ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
         ("epsilon", "ε", "float", "up"),
         ("delta", "δ", "float", "up"),
         ("share_pct", "share %"),
     ]
     cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
-    obj = Composed(tuple((e.obj, e.times) for e in book.entries))
     return c.emit_rows(
         "compose",
-        {"ledger": path, "delta": d},
+        {"ledger": path, "delta": d, "ledger_rows": rows_mode},
         cols,
         rows,
         fmt,
         as_json,
         tail=("tightest", "method", "bound"),
-        objects=[obj, DP(best["epsilon"], best["delta"])],
+        objects=[_composed((e.obj, e.times * n) for e, n in zip(kinds, n_kind)), DP(best["epsilon"], best["delta"])],
         notes=notes,
         warnings=warnings,
     )
+
+
+def _kind_costs(kinds, parts, d, with_pld):
+    """Each kind of release on its own at δ: its tightest total (basic for (ε, δ) entries), computed
+    once per kind — the one-part kinds (every ledger release) together, vectorised (accounting.alone)."""
+    from dpcalc.accounting import Total, alone, compose_parts, tightest
+    from dpcalc.core.errors import ValidationError
+
+    out: list = [None] * len(kinds)
+    single = [k for k, ps in enumerate(parts) if len(ps) == 1]
+    try:
+        for k, t in zip(single, alone([parts[k][0] for k in single], d, with_pld, c.pld_width())):
+            out[k] = t
+    except (ValidationError, OverflowError, ZeroDivisionError):
+        for k in single:  # name the release whose values are beyond what can be computed
+            with c.attributed(kinds[k].where):
+                alone(parts[k], d, with_pld, c.pld_width())
+        raise
+    for k, ps in enumerate(parts):
+        if out[k] is not None:
+            continue
+        with c.attributed(kinds[k].where):
+            if any(p.kind == "dp" for p in ps):
+                e = sum(t.epsilon for t in alone(ps, d))
+                out[k] = Total("basic", "upper", e, sum(p.times * p.delta for p in ps))
+            else:
+                out[k] = tightest(compose_parts(ps, d, with_pld=with_pld, width=c.pld_width()))
+    return out
