@@ -310,22 +310,9 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         )
     if delta < pld.MIN_DELTA:
         return None
-    mechs = []
-    for p in parts:
-        if p.kind == "gauss":
-            mechs.append((pld.gaussian(p.mu), p.times))
-        elif p.kind == "laplace":
-            mechs.append((pld.laplace(p.epsilon), p.times))
-        elif p.kind == "sgauss":
-            mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
-        elif p.kind == "wgauss":
-            mechs.append((pld.sampled_wor_gaussian(p.rate, p.sigma), p.times))
-        elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
-            eps0 = 1.0 / p.scale
-            sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
-            mechs.append((sub(eps0, p.rate), p.times))
-        else:
-            mechs.append((pld.dp(p.epsilon, p.delta), p.times))
+    from dpcalc.risk import mechanisms
+
+    mechs = mechanisms(parts)
     try:
         with np.errstate(all="ignore"):
             ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))

@@ -101,6 +101,8 @@ def load(path: str) -> Ledger:
         raise ObjectError(f"ledger {path}: not valid {'JSON' if is_json else 'TOML'}: {exc}") from None
     except (ValueError, RecursionError) as exc:  # tomllib: nesting or integer-size limits
         why = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        if "integer string conversion" in why:  # Python's int-string limit: say it as dpcalc's own limit
+            why = "an integer of more than 4300 digits (at most 100 are accepted)"
         raise ObjectError(f"ledger {path}: not valid {'JSON' if is_json else 'TOML'}: {why}") from None
     if not isinstance(data, dict):
         raise ObjectError(f"ledger {path}: the top level must be a table")
