@@ -66,6 +66,8 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
     }[scheme]
     rows, objects = [], []
     for i in range(e.size):
+        # qδ below 1e-300 (subnormal, or nearly) is shown as that floor: never below the true qδ.
+        dq = c.delta_out(d[i], "upper")[0] if d[i] > 0 else 0.0
         for s, nb in schemes:
             rows.append(
                 {
@@ -75,7 +77,7 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
                     "scheme": s,
                     "neighbours": nb,
                     "epsilon": c.f(e[i]),
-                    "delta": c.f(d[i]),
+                    "delta": dq,
                     "method": "subsampling-bbg",
                     "bound": "upper",
                 }

@@ -127,10 +127,13 @@ def gaussian(epsilon, delta, mu, rho, target_advantage, target_tpr, at_fpr, sens
                 )
         sig_a = g.sigma_analytic(m["epsilon"], m["delta"], m["sensitivity"])
         check_a = g.delta_at(sig_a, m["epsilon"], m["sensitivity"])
-        sig_c = check_c = None
+        # μ = Δ/σ and ρ = Δ²/(2σ²) of the σ printed, rounded up.
+        mu_a, rho_a = g.mu_of(sig_a, m["sensitivity"]), g.rho_of(sig_a, m["sensitivity"])
+        sig_c = check_c = mu_c = rho_c = None
         if method == "classical":
             sig_c = g.sigma_classical(m["epsilon"], m["delta"], m["sensitivity"])
             check_c = g.delta_at(sig_c, m["epsilon"], m["sensitivity"])
+            mu_c, rho_c = g.mu_of(sig_c, m["sensitivity"]), g.rho_of(sig_c, m["sensitivity"])
             cols.insert(-2, Column("extra_noise_pct", "% noise over analytic"))
         for i in range(sig_a.size):
             base = {
@@ -140,9 +143,9 @@ def gaussian(epsilon, delta, mu, rho, target_advantage, target_tpr, at_fpr, sens
             }
             variants = []
             if sig_c is not None:
-                variants.append(("classical", "upper", sig_c[i], check_c[i]))
-            variants.append(("analytic-gaussian", "exact", sig_a[i], check_a[i]))
-            for name, bound, s, chk in variants:
+                variants.append(("classical", "upper", sig_c[i], check_c[i], mu_c[i], rho_c[i]))
+            variants.append(("analytic-gaussian", "exact", sig_a[i], check_a[i], mu_a[i], rho_a[i]))
+            for name, bound, s, chk, mu_s, rho_s in variants:
                 if not (chk <= m["delta"][i]):
                     # Only at the ends of double precision (σ near 1e-308 or beyond 1e200): a σ whose δ cannot be
                     # checked is not printed.
@@ -153,8 +156,8 @@ def gaussian(epsilon, delta, mu, rho, target_advantage, target_tpr, at_fpr, sens
                     )
                 row = dict(base)
                 row.update(
-                    mu=c.f(m["sensitivity"][i] / s),
-                    rho=c.f((m["sensitivity"][i] / s) ** 2 / 2),
+                    mu=c.f(mu_s),
+                    rho=c.f(rho_s),
                     sigma=c.f(s),
                     delta_check=c.f(chk),
                     method=name,
@@ -274,6 +277,7 @@ def laplace(epsilon, sensitivity, fmt, as_json):
       dpcalc calibrate laplace --epsilon 0.1,0.5,1 --sensitivity 2
     """
     from dpcalc.cli import _common as c
+    from dpcalc.core import _fp
     from dpcalc.core import laplace as lap
     from dpcalc.model import Column, Laplace, Result
 
@@ -285,7 +289,7 @@ def laplace(epsilon, sensitivity, fmt, as_json):
             "delta": 0.0,
             "sensitivity": c.f(m["sensitivity"][i]),
             "scale": c.f(b[i]),
-            "std": c.f(b[i] * 2**0.5),
+            "std": c.f(_fp.mul_up(b[i], 2**0.5)),  # the double √2 is above √2: b·√2 rounded up
             "method": "laplace",
             "bound": "exact",
         }

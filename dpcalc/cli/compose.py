@@ -255,16 +255,20 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
+    from dpcalc.core import _fp
+    from dpcalc.core.zcdp import sum_up
     from dpcalc.model import GDP, Composed, Gaussian
 
     require("delta", delta)
     if releases:
         exclusive(sigma=sigma, release=True)
         refuse_unused("with --release (each release gives its own Δ and count)", "sensitivity", "times")
-        mu2 = sum(r["times"] * (r["sensitivity"] / r["sigma"]) ** 2 for r in releases)
+        # μ² = Σ kᵢ(Δᵢ/σᵢ)², every step rounded up.
+        ratios = [_fp.div_up(rel["sensitivity"], rel["sigma"]) for rel in releases]
+        mu2 = sum_up([_fp.mul_up(rel["times"], _fp.mul_up(q, q)) for rel, q in zip(releases, ratios)])
         d = np.asarray(delta, float)
-        mu_t = np.full(d.shape, np.sqrt(mu2))
-        rows = _gaussian_family_rows(mu_t, mu_t**2 / 2, d, [{} for _ in d], "gdp")
+        mu_t = np.full(d.shape, float(_fp.sqrt_up(mu2)))
+        rows = _gaussian_family_rows(mu_t, np.full(d.shape, float(_fp.mul_up(mu2, 0.5))), d, [{} for _ in d], "gdp")
         cols = [
             ("delta", "δ"),
             ("mu", "μ total", "float", "up"),
@@ -276,12 +280,14 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
     else:
         require("sigma", sigma, "or give --release SIGMA[,SENSITIVITY[,TIMES]]")
         m = c.mesh(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
-        mu_t = np.sqrt(m["times"]) * m["sensitivity"] / m["sigma"]
+        mu_1 = _fp.div_up(m["sensitivity"], m["sigma"])
+        mu_t = _fp.mul_up(_fp.sqrt_up(m["times"]), mu_1)  # √k·Δ/σ, rounded up
+        rho_t = _fp.mul_up(_fp.mul_up(m["times"], _fp.mul_up(mu_1, mu_1)), 0.5)  # kΔ²/(2σ²), rounded up
         base = [
             {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "times": int(m["times"][i])}
             for i in range(mu_t.size)
         ]
-        rows = _gaussian_family_rows(mu_t, mu_t**2 / 2, m["delta"], base, "gdp")
+        rows = _gaussian_family_rows(mu_t, rho_t, m["delta"], base, "gdp")
         cols = [
             ("sigma", "σ"),
             ("sensitivity", "Δ"),
@@ -316,14 +322,15 @@ def gdp(mu, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
+    from dpcalc.core import _fp
     from dpcalc.core import gdp as g
+    from dpcalc.core.zcdp import sum_up
     from dpcalc.model import GDP
 
     if releases:
         exclusive(mu=mu, release=True)
         refuse_unused("with --release (each release gives its own count)", "times")
-        mu_list, t_list = [r["mu"] for r in releases], [r["times"] for r in releases]
-        total = float(np.sqrt(np.sum(np.asarray(t_list) * np.asarray(mu_list) ** 2)))
+        total = float(_fp.sqrt_up(sum_up([_fp.mul_up(r["times"], _fp.mul_up(r["mu"], r["mu"])) for r in releases])))
         m = c.mesh(delta=delta) if delta is not None else None
         base_mu = np.full(1 if m is None else m["delta"].size, total)
         base = [{} for _ in base_mu]
@@ -331,7 +338,7 @@ def gdp(mu, times, delta, releases, fmt, as_json):
     else:
         require("mu", mu, "or give --release MU[,TIMES]")
         m = c.mesh(mu=mu, times=times, delta=delta)
-        base_mu = np.sqrt(m["times"]) * m["mu"]
+        base_mu = np.asarray(g.homogeneous_mu(m["mu"], m["times"]), float).reshape(-1)
         base = [{"mu_each": c.f(m["mu"][i]), "times": int(m["times"][i])} for i in range(base_mu.size)]
         inputs = dict(mu=mu, times=times, delta=delta)
     rows = []
@@ -378,6 +385,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     """
     import numpy as np
 
+    from dpcalc.core import _fp
     from dpcalc.core import zcdp as z
     from dpcalc.model import ZCDP
 
@@ -385,7 +393,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     if releases:
         exclusive(rho=rho, release=True)
         refuse_unused("with --release (each release gives its own count)", "times")
-        total = float(sum(r["rho"] * r["times"] for r in releases))
+        total = z.compose([r["rho"] for r in releases], [r["times"] for r in releases])
         m = c.mesh(delta=delta)
         rho_t = np.full(m["delta"].size, total)
         base = [{} for _ in rho_t]
@@ -393,7 +401,7 @@ def zcdp(rho, times, delta, releases, fmt, as_json):
     else:
         require("rho", rho, "or give --release RHO[,TIMES]")
         m = c.mesh(rho=rho, times=times, delta=delta)
-        rho_t = m["rho"] * m["times"]
+        rho_t = _fp.mul_up(m["rho"], m["times"])
         base = [{"rho_each": c.f(m["rho"][i]), "times": int(m["times"][i])} for i in range(rho_t.size)]
         inputs = dict(rho=rho, times=times, delta=delta)
     simple = z.epsilon_simple(rho_t, m["delta"])
@@ -492,15 +500,20 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         {"delta": c.f(d[i]), "epsilon": c.f(eps[i]), "order": c.f(order[i]), "method": "rdp", "bound": "upper"}
         for i in range(d.size)
     ]
+    from dpcalc.core import _fp
+    from dpcalc.core.zcdp import sum_up
+
     if gaussians and not (subsampled or laplaces):
-        mu = float(np.sqrt(sum(p["times"] * (p["sensitivity"] / p["sigma"]) ** 2 for p in gaussians)))
+        ratios = [_fp.div_up(p["sensitivity"], p["sigma"]) for p in gaussians]
+        mu2 = sum_up([_fp.mul_up(p["times"], _fp.mul_up(q, q)) for p, q in zip(gaussians, ratios)])
+        mu = float(_fp.sqrt_up(mu2))
         ex = g.epsilon(np.full(d.shape, mu), d)
         rows += [
             {"delta": c.f(d[i]), "epsilon": c.f(ex[i]), "order": None, "method": "gdp", "bound": "exact"}
             for i in range(d.size)
         ]
     if laplaces and not (subsampled or gaussians):
-        pure = float(sum(p["times"] * p["sensitivity"] / p["scale"] for p in laplaces))
+        pure = sum_up([_fp.mul_up(p["times"], _fp.div_up(p["sensitivity"], p["scale"])) for p in laplaces])
         rows += [
             {"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure", "bound": "upper"}
             for i in range(d.size)

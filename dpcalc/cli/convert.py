@@ -169,9 +169,10 @@ def gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_jso
     _refuse_for_target(target)
 
     m = c.mesh(sigma=sigma, sensitivity=sensitivity)
-    mus = np.asarray(g.mu_of(m["sigma"], m["sensitivity"]))
+    mus = np.asarray(g.mu_of(m["sigma"], m["sensitivity"]))  # rounded up: every reading below is safe
+    rhos = np.asarray(g.rho_of(m["sigma"], m["sensitivity"]))
     extra = [
-        {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "rho": c.f(mus[i] ** 2 / 2)}
+        {"sigma": c.f(m["sigma"][i]), "sensitivity": c.f(m["sensitivity"][i]), "rho": c.f(rhos[i])}
         for i in range(mus.size)
     ]
     rows, cols = _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, "analytic-gaussian")
@@ -244,7 +245,7 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
       dpcalc convert dp --epsilon 0.5 --to zcdp
       dpcalc convert dp --epsilon 1 --delta 1e-5 --to attack --fpr 0.01,0.1
     """
-    from dpcalc.core import fdp, zcdp
+    from dpcalc.core import _fp, fdp, zcdp
     from dpcalc.core import gdp as gd
     from dpcalc.model import Gaussian
 
@@ -259,9 +260,10 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
         if 0.0 in epsilon:
             raise click.UsageError("Invalid value for '--epsilon': 0 — give ε > 0 for --to gdp.")
         m = c.mesh(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
-        mu = gd.mu_for_dp(m["epsilon"], m["delta"])
+        mu = gd.mu_for_dp(m["epsilon"], m["delta"])  # rounded down
+        sigmas = _fp.div_up(m["sensitivity"], mu)  # rounded up
         for k in range(mu.size):
-            sig = float(m["sensitivity"][k] / mu[k])
+            sig = float(sigmas[k])
             rows.append(
                 {
                     "epsilon": c.f(m["epsilon"][k]),

@@ -163,15 +163,16 @@ def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
     from dpcalc.model import Gaussian
 
     m = c.mesh(sigma=sigma, sensitivity=sensitivity, size=size, delta=delta)
-    sens = g.gaussian_sensitivity(m["sensitivity"], m["size"])
+    sens = g.gaussian_sensitivity(m["sensitivity"], m["size"])  # kΔ, rounded up
     eps = ga.epsilon_at(m["sigma"], m["delta"], sens)
+    mus = ga.mu_of(m["sigma"], sens)  # kΔ/σ, rounded up
     rows = [
         {
             "sigma": c.f(m["sigma"][i]),
             "sensitivity": c.f(m["sensitivity"][i]),
             "size": int(m["size"][i]),
             "group_sensitivity": c.f(sens[i]),
-            "mu": c.f(sens[i] / m["sigma"][i]),
+            "mu": c.f(mus[i]),
             "delta": c.f(m["delta"][i]),
             "epsilon": c.f(eps[i]),
             "method": "analytic-gaussian",

@@ -216,9 +216,27 @@ def plan_sgd(
     if delta_defaulted:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
-    # T = ⌈E/q⌉ = ⌈E·N/B⌉ steps for E epochs; one epoch is 1/q steps.
-    total_steps = m["steps"] if steps is not None else np.ceil(m["epochs"] / q - 1e-9)
+
+    def steps_after(ep, rows=slice(None)):
+        # T = ⌈E/q⌉ = ⌈E·N/B⌉ steps for E epochs, exactly (a step count is never rounded down).
+        if rate is not None:
+            return np.asarray(sgd.steps_for_epochs_at_rate(ep, m["rate"][rows]), float).reshape(-1)
+        return np.asarray(sgd.steps_for_epochs(ep, m["dataset_size"][rows], m["batch_size"][rows]), float).reshape(-1)
+
+    total_steps = m["steps"] if steps is not None else steps_after(m["epochs"])
     ep_total = m["epochs"] if epochs is not None else total_steps * q
+    if per_epoch:
+        # The epochs the curve has rows for: ⌈E⌉, or the (exact) epochs begun in T steps.
+        if epochs is not None:
+            n_epochs = np.ceil(m["epochs"])
+        else:
+            kw = (
+                dict(rate=m["rate"])
+                if rate is not None
+                else dict(dataset_size=m["dataset_size"], batch_size=m["batch_size"])
+            )
+            whole, frac = (np.asarray(x, float).reshape(-1) for x in sgd.whole_epochs(total_steps, **kw))
+            n_epochs = whole + (frac > whole)
 
     # Which step counts to report: the end of training, or every epoch.
     points = []  # (index into mesh, epochs, steps)
@@ -226,12 +244,13 @@ def plan_sgd(
         if not per_epoch:
             points.append((i, float(ep_total[i]), float(total_steps[i])))
             continue
-        n_ep = int(np.ceil(ep_total[i] - 1e-9))
+        n_ep = int(n_epochs[i])
         if n_ep > MAX_CURVE_POINTS:
             raise click.UsageError(f"--per-epoch would print {n_ep} rows; at most {MAX_CURVE_POINTS} are allowed.")
+        ts = steps_after(np.arange(1.0, n_ep), np.full(max(n_ep - 1, 0), i)) if n_ep > 1 else np.zeros(0)
         for e in range(1, n_ep + 1):
             ep = min(float(e), float(ep_total[i]))
-            t = total_steps[i] if e == n_ep else min(np.ceil(ep / q[i] - 1e-9), total_steps[i])
+            t = total_steps[i] if e == n_ep else min(ts[e - 1], total_steps[i])
             points.append((i, ep, float(t)))
     if len(points) * len(engines) > 100_000:
         raise click.UsageError("the request would print more than 100000 rows; use fewer grid points.")
@@ -447,10 +466,11 @@ def _inverse(v: dict) -> int:
         q = None
     if steps is not None:
         t = m["steps"]
-    elif epochs is not None and q is not None:
-        t = np.asarray(
-            sgd.steps_for_epochs(m["epochs"], m["dataset_size"], np.maximum(np.round(q * m["dataset_size"]), 1)), float
-        ).reshape(-1)
+    elif epochs is not None and batch_size is not None:
+        t = np.asarray(sgd.steps_for_epochs(m["epochs"], m["dataset_size"], m["batch_size"]), float).reshape(-1)
+    elif epochs is not None and rate is not None:
+        # ⌈E/q⌉, as forward answers count them (not ⌈E·N/round(qN)⌉, which can be fewer).
+        t = np.asarray(sgd.steps_for_epochs_at_rate(m["epochs"], m["rate"]), float).reshape(-1)
     else:
         t = None
 
@@ -508,9 +528,15 @@ def _inverse(v: dict) -> int:
                 row["steps"] = int(val) if has else None
                 row["checked_next"] = int(nxt) if np.isfinite(nxt) else None
                 if dataset_size is not None and has:
-                    per = 1.0 / q[i]
-                    row["epochs"] = float(int(np.floor(val / per + 1e-9)))
-                    row["epochs_fractional"] = float(val / per)
+                    # Whole epochs in T steps, exactly (never rounded up), and the fraction rounded down.
+                    kw = (
+                        dict(rate=q[i])
+                        if batch_size is None
+                        else dict(dataset_size=m["dataset_size"][i], batch_size=m["batch_size"][i])
+                    )
+                    whole, frac = sgd.whole_epochs(val, **kw)
+                    row["epochs"] = float(whole)
+                    row["epochs_fractional"] = float(frac)
             else:
                 row["batch_size"] = int(val) if has else None
                 row["checked_next"] = int(nxt) if np.isfinite(nxt) else None

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import gdp
+from . import _fp, gdp
 from ._arrays import all_scalar, checked, finish
+from ._fp import ULP
 from .errors import ValidationError
 
 __all__ = [
@@ -38,15 +39,17 @@ def _sigma(sigma):
     return checked("sigma", sigma, low=0)
 
 
-def sigma_analytic(epsilon, delta, sensitivity=1.0, *, rtol: float = 1e-12):
-    """Smallest σ (rounded up) for which the Gaussian mechanism is (ε, δ)-DP.
+def sigma_analytic(epsilon, delta, sensitivity=1.0, *, rtol: float = 0.0):
+    """Smallest σ (rounded up: within a few ulps above the true one) for which the Gaussian mechanism
+    is (ε, δ)-DP.
 
     Notes
     -----
     The mechanism is (ε, δ)-DP iff
     Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) <= δ  ([BW] Thm 8), valid for
     every ε > 0. We solve for μ = Δ/σ by a bracketing search that keeps the
-    checked side, so δ at the returned σ is at most ``delta``.
+    checked side (to the last bit, or to ``rtol``), so δ at the returned σ is at most ``delta``; σ = Δ/μ
+    is then rounded up.
 
     Examples
     --------
@@ -58,15 +61,14 @@ def sigma_analytic(epsilon, delta, sensitivity=1.0, *, rtol: float = 1e-12):
     d = checked("delta", delta, low=0, high=1)
     s = _sens(sensitivity)
     e, d, s = np.broadcast_arrays(e, d, s)
-    mu = gdp._mu_for_dp(e, np.log(d), rtol)
-    sigma = s / mu
-    # μ was checked; σ = Δ/μ can round below Δ/μ_checked by half an ulp.
-    sigma = np.nextafter(sigma, np.inf)
-    return finish(sigma, scalar=scalar)
+    shape = e.shape
+    mu = gdp._mu_for_dp(e.ravel(), np.log(d.ravel()), rtol, d.ravel()).reshape(shape)
+    # μ was checked; σ = Δ/μ is rounded up, so Δ/σ <= μ.
+    return finish(_fp.div_up(s, mu), scalar=scalar)
 
 
 def sigma_classical(epsilon, delta, sensitivity=1.0):
-    """Classical calibration σ = Δ √(2 ln(1.25/δ)) / ε ([DR] Thm A.1).
+    """Classical calibration σ = Δ √(2 ln(1.25/δ)) / ε ([DR] Thm A.1), rounded up.
 
     Only proven for 0 < ε < 1; larger ε is refused.
 
@@ -85,48 +87,51 @@ def sigma_classical(epsilon, delta, sensitivity=1.0):
         )
     d = checked("delta", delta, low=0, high=1)
     s = _sens(sensitivity)
-    return finish(s * np.sqrt(2.0 * np.log(1.25 / d)) / e, scalar=scalar)
+    # ln(1.25/δ) = ln 1.25 − ln δ: two logs (half an ulp each) and a sum of non-negative terms.
+    lg = _fp.widen_up(np.log(1.25) - np.log(d), 2.0 * ULP)
+    return finish(_fp.div_up(_fp.mul_up(s, _fp.sqrt_up(2.0 * lg)), e), scalar=scalar)
 
 
 def sigma_for_mu(mu, sensitivity=1.0):
-    """σ = Δ/μ: the Gaussian mechanism with this σ is exactly μ-GDP ([DRS] Thm 2.7)."""
+    """σ = Δ/μ, rounded up: the Gaussian mechanism with this σ is (at least) μ-GDP ([DRS] Thm 2.7)."""
     scalar = all_scalar(mu, sensitivity)
     m = checked("mu", mu, low=0)
-    return finish(_sens(sensitivity) / m, scalar=scalar)
+    return finish(_fp.div_up(_sens(sensitivity), m), scalar=scalar)
 
 
 def sigma_for_rho(rho, sensitivity=1.0):
-    """σ = Δ/√(2ρ): the Gaussian mechanism with this σ is exactly ρ-zCDP ([BS] Prop 1.6)."""
+    """σ = Δ/√(2ρ), rounded up: the Gaussian mechanism with this σ is (at least) ρ-zCDP ([BS] Prop 1.6)."""
     scalar = all_scalar(rho, sensitivity)
     r = checked("rho", rho, low=0)
-    return finish(_sens(sensitivity) / np.sqrt(2.0 * r), scalar=scalar)
+    return finish(_fp.div_up(_sens(sensitivity), _fp.sqrt_down(_fp.mul_down(2.0, r))), scalar=scalar)
 
 
 def mu_of(sigma, sensitivity=1.0):
-    """μ = Δ/σ (exact)."""
+    """μ = Δ/σ (exact: correctly rounded up)."""
     scalar = all_scalar(sigma, sensitivity)
-    return finish(_sens(sensitivity) / _sigma(sigma), scalar=scalar)
+    return finish(_fp.div_up(_sens(sensitivity), _sigma(sigma)), scalar=scalar)
 
 
 def rho_of(sigma, sensitivity=1.0):
-    """ρ = Δ²/(2σ²) (exact zCDP of the Gaussian mechanism)."""
+    """ρ = Δ²/(2σ²) (exact zCDP of the Gaussian mechanism; rounded up, within 2 ulps)."""
     scalar = all_scalar(sigma, sensitivity)
-    mu = _sens(sensitivity) / _sigma(sigma)
-    return finish(mu * mu / 2.0, scalar=scalar)
+    mu = _fp.div_up(_sens(sensitivity), _sigma(sigma))
+    return finish(_fp.mul_up(_fp.mul_up(mu, mu), 0.5), scalar=scalar)
 
 
 def delta_at(sigma, epsilon, sensitivity=1.0):
-    """Exact δ(ε) of the Gaussian mechanism ([BW] Thm 8)."""
+    """Exact δ(ε) of the Gaussian mechanism ([BW] Thm 8), rounded up (within a few ulps)."""
     scalar = all_scalar(sigma, epsilon, sensitivity)
-    mu = _sens(sensitivity) / _sigma(sigma)
+    mu = _fp.div_up(_sens(sensitivity), _sigma(sigma))  # δ grows with μ: the rounded-up μ is safe
     e = checked("epsilon", epsilon, low=0, low_open=False)
-    return finish(np.exp(gdp._log_delta(*np.broadcast_arrays(mu, e))), scalar=scalar)
+    return finish(gdp._delta_upper(*np.broadcast_arrays(mu, e)), scalar=scalar)
 
 
 def epsilon_at(sigma, delta, sensitivity=1.0):
-    """Smallest ε (rounded up) at which the Gaussian mechanism is (ε, δ)-DP."""
+    """Smallest ε (rounded up: exact, within a few ulps) at which the Gaussian mechanism is (ε, δ)-DP."""
     scalar = all_scalar(sigma, delta, sensitivity)
-    mu = _sens(sensitivity) / _sigma(sigma)
+    mu = _fp.div_up(_sens(sensitivity), _sigma(sigma))
     d = checked("delta", delta, low=0, high=1)
     mu, d = np.broadcast_arrays(mu, d)
-    return finish(gdp._epsilon(mu, np.log(d), 1e-12), scalar=scalar)
+    shape = mu.shape
+    return finish(gdp._epsilon(mu.ravel(), np.log(d.ravel()), 0.0, d.ravel()).reshape(shape), scalar=scalar)

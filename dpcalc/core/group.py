@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._arrays import all_scalar, checked, finish, log_expm1
+from . import _fp
+from ._arrays import all_scalar, checked, finish
+from ._fp import ULP, two_prod
 
 __all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity"]
 
@@ -22,8 +24,22 @@ def _k(size):
     return checked("size", size, low=1, low_open=False, integer=True)
 
 
+def _times_exp(d, p, pe):
+    """d·e^{p + pe} for d >= 0, p >= 0 (pe a tiny correction), without overflow while the result is
+    below 1: e^p is applied in two halves (p/2 is exact) when p > 700. Relative error 1.6 ulps."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        corr = 1.0 + pe  # e^{pe}, |pe| <= ulp(p)/2: the next term is below 2⁻¹⁰⁰
+        whole = d * np.exp(np.minimum(p, 700.0)) * corr
+        half = np.exp(0.5 * p)
+        split = (d * half) * half * corr
+    return np.where(p <= 700.0, whole, split)
+
+
 def dp_tight(epsilon, delta, size):
-    """(kε, δ (e^{kε} − 1)/(e^ε − 1)); δ capped at 1. For ε = 0 the δ is kδ.
+    """(kε, δ (e^{kε} − 1)/(e^ε − 1)), rounded up; δ capped at 1. For ε = 0 the δ is kδ.
+
+    Evaluated as δ·e^{(k−1)ε}·(−expm1(−kε))/(−expm1(−ε)) with the products kε and (k−1)ε formed exactly
+    (Dekker), so δ is within a few ulps for every k and ε (no e^{kε} overflow while δ < 1).
 
     Examples
     --------
@@ -35,47 +51,61 @@ def dp_tight(epsilon, delta, size):
     e = checked("epsilon", epsilon, low=0, low_open=False)
     d = checked("delta", delta, low=0, high=1, low_open=False)
     k = _k(size)
+    e, d, k = np.broadcast_arrays(e, d, k)
     with np.errstate(all="ignore"):
-        # log((e^{kε} − 1)/(e^ε − 1)), stable for large kε.
-        log_ratio = log_expm1(k * e) - log_expm1(e)
-        log_ratio = np.where(e > 0, log_ratio, np.log(k))
-        dk = np.exp(np.minimum(np.log(d) + log_ratio, 0.0))
-    dk = np.where(d == 0, 0.0, dk)
-    return finish(k * e, dk, scalar=scalar)
+        p, pe, ok = two_prod(k - 1.0, e)  # (k − 1)ε
+        pe = np.where(ok, pe, 0.0)
+        s, se, ok2 = two_prod(k, e)  # kε
+        se = np.where(ok2, se, 0.0)
+        num = -np.expm1(-s) + np.exp(-s) * se  # 1 − e^{−kε}
+        den = -np.expm1(-e)  # 1 − e^{−ε}
+        dk = _times_exp(d, p, pe) * (num / den)
+        # exp 0.53 + expm1 ×2 + products/quotient 2.5, and p's rounding where Dekker could not be used.
+        rel = 6.0 * ULP + np.where(ok & ok2, 0.0, ULP * (p + s))
+        dk = _fp.widen_up(dk, rel)
+    dk = np.where(e > 0, dk, _fp.mul_up(k, d))
+    dk = np.where(d == 0, 0.0, np.minimum(np.where(np.isnan(dk), np.inf, dk), 1.0))
+    dk = np.where(k == 1, d, dk)  # a group of one is the record itself
+    return finish(_fp.mul_up(k, e), dk, scalar=scalar)
 
 
 def dp_textbook(epsilon, delta, size):
-    """(kε, k e^{(k−1)ε} δ) — the looser form in most texts; δ capped at 1."""
+    """(kε, k e^{(k−1)ε} δ) — the looser form in most texts; rounded up, δ capped at 1."""
     scalar = all_scalar(epsilon, delta, size)
     e = checked("epsilon", epsilon, low=0, low_open=False)
     d = checked("delta", delta, low=0, high=1, low_open=False)
     k = _k(size)
+    e, d, k = np.broadcast_arrays(e, d, k)
     with np.errstate(all="ignore"):
-        dk = np.exp(np.minimum(np.log(k) + (k - 1) * e + np.log(d), 0.0))
-    dk = np.where(d == 0, 0.0, dk)
-    return finish(k * e, dk, scalar=scalar)
+        p, pe, ok = two_prod(k - 1.0, e)
+        pe = np.where(ok, pe, 0.0)
+        dk = _times_exp(_fp.mul_up(k, d), p, pe)
+        dk = _fp.widen_up(dk, 2.5 * ULP + np.where(ok, 0.0, ULP * p))
+    dk = np.where(d == 0, 0.0, np.minimum(np.where(np.isnan(dk), np.inf, dk), 1.0))
+    dk = np.where(k == 1, d, dk)
+    return finish(_fp.mul_up(k, e), dk, scalar=scalar)
 
 
 def pure(epsilon, size):
-    """Pure ε-DP for groups of k: kε (exact composition of the definition)."""
+    """Pure ε-DP for groups of k: kε (exact composition of the definition; correctly rounded up)."""
     scalar = all_scalar(epsilon, size)
-    return finish(checked("epsilon", epsilon, low=0, low_open=False) * _k(size), scalar=scalar)
+    return finish(_fp.mul_up(checked("epsilon", epsilon, low=0, low_open=False), _k(size)), scalar=scalar)
 
 
 def gdp(mu, size):
-    """μ-GDP for groups of k: kμ ([DRS] Thm 2.14)."""
+    """μ-GDP for groups of k: kμ ([DRS] Thm 2.14), correctly rounded up."""
     scalar = all_scalar(mu, size)
-    return finish(checked("mu", mu, low=0, low_open=False) * _k(size), scalar=scalar)
+    return finish(_fp.mul_up(checked("mu", mu, low=0, low_open=False), _k(size)), scalar=scalar)
 
 
 def zcdp(rho, size):
-    """ρ-zCDP for groups of k: k²ρ ([BS] Prop. 5.5)."""
+    """ρ-zCDP for groups of k: k²ρ ([BS] Prop. 5.5), rounded up (within 2 ulps)."""
     scalar = all_scalar(rho, size)
     k = _k(size)
-    return finish(checked("rho", rho, low=0, low_open=False) * k * k, scalar=scalar)
+    return finish(_fp.mul_up(checked("rho", rho, low=0, low_open=False), _fp.mul_up(k, k)), scalar=scalar)
 
 
 def gaussian_sensitivity(sensitivity, size):
-    """A Gaussian mechanism seen by a group of k: sensitivity kΔ (exact)."""
+    """A Gaussian mechanism seen by a group of k: sensitivity kΔ (exact; correctly rounded up)."""
     scalar = all_scalar(sensitivity, size)
-    return finish(checked("sensitivity", sensitivity, low=0) * _k(size), scalar=scalar)
+    return finish(_fp.mul_up(checked("sensitivity", sensitivity, low=0), _k(size)), scalar=scalar)

@@ -21,7 +21,9 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -37,6 +39,8 @@ __all__ = [
     "ACCOUNTANTS",
     "default_delta",
     "steps_for_epochs",
+    "steps_for_epochs_at_rate",
+    "whole_epochs",
     "epsilon",
     "epsilon_curve",
     "tight_curve",
@@ -351,13 +355,95 @@ def default_delta(dataset_size):
     return finish(out, scalar=scalar)
 
 
+def _decimal(x: float) -> Fraction:
+    """The decimal a number was typed as, read back exactly from the shortest text of its double
+    (``1.0000000005``, ``0.1``: not the binary value 0.1000000000000000055…; grid points are rounded to
+    15 significant digits when made, so they read back the same way)."""
+    return Fraction(repr(float(x)))
+
+
+#: A quotient of doubles (three roundings) is within this relative distance of the exact one.
+_RATIO_SLACK = 8.0 * 2.0**-52
+
+
+def _exact_round(v: np.ndarray, exact: Callable[[int], Fraction], up: bool) -> np.ndarray:
+    """⌈x⌉ (or ⌊x⌋) of exact values x whose floating-point estimates are ``v`` (relative error below
+    :data:`_RATIO_SLACK`): where no integer is that close to v the float answer is the exact one;
+    the few that are near an integer (3 epochs of N/B = 1 is, exactly) are decided in exact rational
+    arithmetic by ``exact(i)``."""
+    v = np.asarray(v, dtype=np.float64)
+    out = np.ceil(v) if up else np.floor(v)
+    with np.errstate(invalid="ignore"):
+        near = np.abs(v - np.round(v)) <= _RATIO_SLACK * np.abs(v) + 1e-300
+    flat = out.reshape(-1)
+    for i in np.flatnonzero(near.reshape(-1)):
+        x = exact(int(i))
+        c = math.ceil(x) if up else math.floor(x)
+        f = float(c)
+        if (f < c) if up else (f > c):  # beyond 2⁵³ not every whole number is a double: keep the safe side
+            f = math.nextafter(f, math.inf if up else -math.inf)
+        flat[i] = f
+    return flat.reshape(v.shape)
+
+
 def steps_for_epochs(epochs, dataset_size, batch_size):
-    """T = ⌈epochs · N / B⌉ (expected batch size B under Poisson sampling)."""
+    """T = ⌈epochs · N / B⌉ (expected batch size B under Poisson sampling), exactly.
+
+    A budget tool must never round a step count down: the ceiling is taken of the exact product of the
+    epochs as typed (their shortest decimal) and N/B, so 1.0000000005 epochs of N = B is 2 steps and
+    3 epochs of N = B exactly 3.
+    """
     scalar = all_scalar(epochs, dataset_size, batch_size)
     e = checked("epochs", epochs, low=0)
     n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
     b = checked("batch_size", batch_size, low=1, low_open=False, integer=True)
-    return finish(np.ceil(e * n / b - 1e-9), scalar=scalar)
+    e, n, b = np.broadcast_arrays(e, n, b)
+    fe, fn, fb = e.reshape(-1), n.reshape(-1), b.reshape(-1)
+    t = _exact_round(e * n / b, lambda i: _decimal(fe[i]) * int(fn[i]) / int(fb[i]), up=True)
+    return finish(t, scalar=scalar)
+
+
+def steps_for_epochs_at_rate(epochs, rate):
+    """T = ⌈epochs / q⌉ for a sampling rate q given as a number, exactly (both read as typed)."""
+    scalar = all_scalar(epochs, rate)
+    e = checked("epochs", epochs, low=0)
+    q = checked("rate", rate, low=0, high=1, high_open=False)
+    e, q = np.broadcast_arrays(e, q)
+    fe, fq = e.reshape(-1), q.reshape(-1)
+    with np.errstate(over="ignore"):
+        v = e / q
+    t = _exact_round(v, lambda i: _decimal(fe[i]) / _decimal(fq[i]), up=True)
+    return finish(t, scalar=scalar)
+
+
+def whole_epochs(steps, *, dataset_size=None, batch_size=None, rate=None):
+    """(⌊T·q⌋, T·q rounded down): the whole epochs in T steps and the exact fraction, never rounded up,
+    with q = B/N (exactly) or the rate as typed."""
+    scalar = all_scalar(steps, rate if rate is not None else batch_size)
+    t = checked("steps", steps, low=0, low_open=False, integer=True)
+    if rate is not None:
+        q = checked("rate", rate, low=0, high=1, high_open=False)
+        t, q = np.broadcast_arrays(t, q)
+        ft, fq = t.reshape(-1), q.reshape(-1)
+
+        def exact(i):
+            return int(ft[i]) * _decimal(fq[i])
+
+        v = t * q
+    else:
+        n = checked("dataset_size", dataset_size, low=1, low_open=False, integer=True)
+        b = checked("batch_size", batch_size, low=1, low_open=False, integer=True)
+        t, n, b = np.broadcast_arrays(t, n, b)
+        ft, fn, fb = t.reshape(-1), n.reshape(-1), b.reshape(-1)
+
+        def exact(i):
+            return Fraction(int(ft[i]) * int(fb[i]), int(fn[i]))
+
+        v = t * b / n
+    whole = _exact_round(v, exact, up=False)
+    # The fraction itself: two roundings, so two ulps down is below the exact value.
+    frac = np.maximum(np.nextafter(np.nextafter(v, -np.inf), -np.inf), whole)
+    return finish(whole, frac, scalar=scalar)
 
 
 def _check(rate, sigma, steps, delta):
@@ -721,7 +807,7 @@ def solve_batch_size(
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     def steps_of(rows, b):
-        return np.maximum(np.ceil(e[rows] * n[rows] / b - 1e-9), 1.0)
+        return np.maximum(np.asarray(steps_for_epochs(e[rows], n[rows], b), dtype=np.float64), 1.0)
 
     def ev_search(rows, b):
         return search(b / n[rows], s[rows], steps_of(rows, b), d[rows])

@@ -85,6 +85,8 @@ def bisect_predicate(
             mid = np.sqrt(ok) * np.sqrt(bad)
         else:
             mid = ok + 0.5 * (bad - ok)
+        # Rounding must not carry the midpoint out of the bracket (two adjacent doubles).
+        mid = np.clip(mid, np.minimum(ok, bad), np.maximum(ok, bad))
         # A midpoint equal to an end means the bracket is at float resolution.
         active &= (mid != ok) & (mid != bad)
         if not active.any():
