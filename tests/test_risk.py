@@ -176,3 +176,61 @@ def test_calibrate_gaussian_to_a_tpr_at_an_fpr(tpr, fpr):
 def test_risk_targets_refuse_what_they_cannot_mean(args, says):
     r = CliRunner().invoke(cli, ["calibrate", "gaussian", *args.split()])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- plan-sgd readings and risk targets
+
+
+def _plan(args):
+    r = CliRunner().invoke(cli, ["plan-sgd", *args.split(), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
+def test_plan_sgd_to_attack_equals_the_piped_reading():
+    doc = _plan("--rate 0.01 --steps 1000 --noise-multiplier 1.1 --to attack --fpr 0.001,0.01")
+    piped = _pipe("plan-sgd --rate 0.01 --noise-multiplier 1.1 --steps 1000 --delta 1e-5",
+                  "convert --to attack --fpr 0.001,0.01 --json")  # fmt: skip
+    want = json.loads(piped.stdout)["rows"]
+    for row, w in zip(doc["rows"], want):
+        for k in ("fpr", "tpr", "tpr_lower", "advantage", "advantage_lower", "method", "bound"):
+            assert row[k] == w[k], k
+        assert row["steps"] == 1000 and row["rate"] == 0.01
+
+
+def test_plan_sgd_to_tradeoff_with_every_record_is_exact_gdp():
+    doc = _plan("--rate 1 --steps 100 --noise-multiplier 5 --to tradeoff --alpha 0.01,0.1")
+    for row in doc["rows"]:
+        assert row["bound"] == "exact"
+        assert row["beta"] == pytest.approx(norm.cdf(norm.ppf(1 - row["alpha"]) - 2.0), rel=1e-12)
+
+
+def test_plan_sgd_target_advantage_is_met_and_tight():
+    doc = _plan("--dataset-size 60000 --batch-size 256 --epochs 60 --target-advantage 0.1")
+    (row,) = doc["rows"]
+    assert row["achieved"] <= 0.1 < row["achieved_next"] and row["found"]
+    from dpcalc import risk as rk
+
+    lo, hi = rk.attack_bounds(256 / 60000, row["noise_multiplier"], row["steps"])
+    assert hi[0] <= 0.1
+    rc = pytest.importorskip("riskcal.calibration.dpsgd")
+    theirs = rc.find_noise_multiplier_for_advantage(advantage=0.1, sample_rate=256 / 60000, num_steps=row["steps"])
+    assert theirs == pytest.approx(row["noise_multiplier"], rel=2e-3)
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        ("--rate 0.01 --steps 10 --noise-multiplier 1 --to attack --delta 1e-5", "--delta is not used"),
+        ("--rate 0.01 --steps 10 --noise-multiplier 1 --to attack --alpha 0.1", "--alpha"),
+        ("--rate 0.01 --steps 10 --noise-multiplier 1 --fpr 0.1 --delta 1e-5", "--fpr"),
+        ("--rate 0.01 --steps 10 --target-tpr 0.1", "--at-fpr"),
+        ("--rate 0.01 --steps 10 --noise-multiplier 1 --target-advantage 0.1", "leave --noise-multiplier out"),
+        ("--rate 0.01 --steps 10 --target-advantage 0.1 --target-epsilon 1", "cannot be used together"),
+    ],
+)
+def test_plan_sgd_risk_refusals(args, says):
+    r = CliRunner().invoke(cli, ["plan-sgd", *args.split()])
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr

@@ -212,11 +212,19 @@ def _risk_target(target_advantage, target_tpr, at_fpr, delta, sensitivity, metho
         target, label = m["target_tpr"], "tpr"
     with np.errstate(divide="ignore", over="ignore"):
         sig = np.nextafter(m["sensitivity"] / mu, np.inf)
-    achieved = (
-        gdp.advantage(m["sensitivity"] / sig)
-        if label == "advantage"
-        else gdp.attack_tpr(m["sensitivity"] / sig, m["at_fpr"])
-    )
+    def check(sig):
+        mu_at = m["sensitivity"] / sig
+        return gdp.advantage(mu_at) if label == "advantage" else gdp.attack_tpr(mu_at, m["at_fpr"])
+
+    # The check rounds up (a few ulps); where the target is nearly 1 that needs a little more noise than the
+    # closed form's μ: step σ up until the rounded-up check meets the target.
+    achieved = check(sig)
+    for k in range(60):
+        bad = ~(achieved <= target) & np.isfinite(sig)
+        if not bad.any():
+            break
+        sig = np.where(bad, sig * (1 + 1e-12 * 2.0**k), sig)
+        achieved = check(sig)
     rows, objects = [], []
     for i in range(sig.size):
         if not (np.isfinite(sig[i]) and sig[i] > 0 and achieved[i] <= target[i]):

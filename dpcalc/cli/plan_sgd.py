@@ -10,6 +10,7 @@ from dpcalc.cli.options import (
     POSITIVE,
     PROBABILITY,
     RATE,
+    UNIT_CLOSED,
     budget_option,
     exclusive,
     grid_option,
@@ -70,6 +71,25 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
     "substitution sensitivity (2C for gradients clipped to C); accounted by pld (and the approximate gdp-clt).",
 )
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(["epsilon", "tradeoff", "attack"]),
+    default="epsilon",
+    help="epsilon (default): ε at δ. attack: certified bounds on the best membership-inference attack's TPR at "
+    "--fpr and its advantage. tradeoff: the f-DP curve β(α) at --alpha (from the run's privacy loss distribution).",
+)
+@grid_option("--alpha", allowed=UNIT_CLOSED, help="Type I errors for --to tradeoff [default: 0:1:21].")
+@grid_option("--fpr", allowed=UNIT_CLOSED, help="False-positive rates for --to attack [default: 0.001,0.01,0.1].")
+@grid_option(
+    "--target-advantage",
+    allowed=PROBABILITY,
+    help="Solve the noise multiplier for an attack-risk target: the best attack's advantage TPR − FPR, in (0, 1).",
+)
+@grid_option(
+    "--target-tpr", allowed=PROBABILITY, help="Solve the noise multiplier for the best attack's TPR at --at-fpr."
+)
+@grid_option("--at-fpr", allowed=PROBABILITY, help="The false-positive rate at which --target-tpr holds.")
 @pld_width_option
 @output_options
 @budget_option
@@ -86,6 +106,12 @@ def plan_sgd(
     accountant,
     sampling,
     per_epoch,
+    to,
+    alpha,
+    fpr,
+    target_advantage,
+    target_tpr,
+    at_fpr,
     fmt,
     as_json,
 ):
@@ -134,13 +160,15 @@ def plan_sgd(
             raise click.UsageError("--batch-size needs --dataset-size (or give --rate).")
         if epochs is not None:
             raise click.UsageError("--epochs needs --dataset-size (or give --steps).")
-        if delta is None:
+        if delta is None and to == "epsilon" and target_advantage is None and target_tpr is None:
             raise click.UsageError("Missing option '--delta': without --dataset-size there is no default δ.")
     if batch_size is not None and dataset_size is not None and max(batch_size) > min(dataset_size):
         raise click.UsageError(
             f"Invalid value for '--batch-size': {max(batch_size)} is larger than the dataset size {min(dataset_size)}."
         )
-    if delta is None:
+    if delta is None and dataset_size is None:  # --to tradeoff|attack: no δ is read
+        delta, delta_defaulted = (1e-5,), True
+    elif delta is None:
         dd = sorted({float(sgd.default_delta(n)) for n in dataset_size})
         delta = tuple(dd) if len(dd) > 1 else (dd[0],)
         notes.append(
@@ -183,6 +211,39 @@ def plan_sgd(
     )
 
     refuse_width_without_pld(accountant)
+    if target_advantage is not None or target_tpr is not None or at_fpr is not None:
+        exclusive(target_advantage=target_advantage, target_tpr=target_tpr, target_epsilon=target_epsilon)
+        if at_fpr is not None and target_tpr is None:
+            raise click.UsageError("--at-fpr goes with --target-tpr.")
+        if target_tpr is not None:
+            require("at-fpr", at_fpr, "--target-tpr holds at a false-positive rate")
+        if to != "epsilon":
+            raise click.UsageError("--to reads a run; an attack-risk target solves for its noise multiplier.")
+        to = "risk-target"
+    if to == "epsilon":
+        refuse_unused("without --to tradeoff or --to attack", "alpha", "fpr")
+    elif to == "risk-target":
+        refuse_unused(
+            "with an attack-risk target (it solves the noise multiplier from the run's privacy loss distribution)",
+            "alpha", "fpr", "per_epoch", "pld_width", "accountant",
+        )  # fmt: skip
+        if not delta_defaulted:
+            raise click.UsageError("--delta is not used with an attack-risk target: it needs no δ; leave it out.")
+        return _risk_inverse(locals())
+    else:
+        if to == "tradeoff":
+            refuse_unused("with --to tradeoff (it reads the curve at --alpha)", "fpr")
+        else:
+            refuse_unused("with --to attack (it reads the attack at --fpr)", "alpha")
+        refuse_unused(
+            f"with --to {to} (attack readings come from the run's whole privacy loss distribution, not from ε at δ)",
+            "target_epsilon",
+            "per_epoch",
+            "pld_width",
+            "accountant",
+        )
+        if not delta_defaulted:
+            raise click.UsageError(f"--delta is not used with --to {to}: attack readings need no δ; leave it out.")
     if target_epsilon is not None:
         refuse_unused(
             "with --target-epsilon (an inverse search answers one row per setting, to its own tolerance)",
@@ -213,7 +274,7 @@ def plan_sgd(
         delta=None if delta_defaulted else delta,
     )
     n_pts = next(iter(m.values())).size
-    if delta_defaulted:
+    if delta_defaulted and dataset_size is not None:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
 
@@ -225,6 +286,8 @@ def plan_sgd(
 
     total_steps = m["steps"] if steps is not None else steps_after(m["epochs"])
     ep_total = m["epochs"] if epochs is not None else total_steps * q
+    if to != "epsilon":
+        return _risk(locals())
     if per_epoch:
         # The epochs the curve has rows for: ⌈E⌉, or the (exact) epochs begun in T steps.
         if epochs is not None:
@@ -635,3 +698,198 @@ def _inverse(v: dict) -> int:
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
     result = Result("plan-sgd", v["inputs"], tuple(cols), tuple(rows), tuple(dict.fromkeys(warnings)), (), tuple(notes))
     return c.emit(result, v["fmt"] if not v["as_json"] else "json", False)
+
+
+def _risk(v: dict) -> int:
+    """plan-sgd --to tradeoff|attack: the run's attack-risk readings (dpcalc.risk), one row per setting and point."""
+    from dpcalc import risk
+    from dpcalc.cli import _common as c
+    from dpcalc.cli.options import parse_grid
+    from dpcalc.model import Column, Composed, Gaussian, Result, Subsampled
+
+    m, q, total_steps, ep_total, to = v["m"], v["q"], v["total_steps"], v["ep_total"], v["to"]
+    poisson = v["sampling"] == "poisson"
+    points = v["alpha"] or parse_grid("0:1:21") if to == "tradeoff" else v["fpr"] or parse_grid("0.001,0.01,0.1")
+    n = q.size
+    if n * len(points) > 100_000:
+        raise click.UsageError("the request would print more than 100000 rows; use fewer grid points.")
+    rows, objects, notes = [], [], list(v["notes"])
+    cols = None
+    for i in range(n):
+        case = risk.sgd_mechanisms(float(q[i]), float(m["sigma"][i]), int(total_steps[i]), v["sampling"])
+        base = {
+            "dataset_size": int(m["dataset_size"][i]) if v["dataset_size"] is not None else None,
+            "batch_size": int(m["batch_size"][i]) if v["batch_size"] is not None else None,
+            "rate": c.f(q[i]),
+            "noise_multiplier": c.f(m["sigma"][i]),
+            "epochs": float(ep_total[i]),
+            "steps": int(total_steps[i]),
+        }
+        case = risk.Case(base, mu=case.mu, mechs=case.mechs)
+        try:
+            cols_i, rows_i, notes_i = risk.rows([case], to, points)
+        except MemoryError:
+            raise click.UsageError(
+                f"the privacy loss distribution of q = {q[i]:g}, σ = {m['sigma'][i]:g}, T = {int(total_steps[i])} "
+                "does not fit in memory; use fewer steps or a larger noise multiplier."
+            ) from None
+        rows += rows_i
+        notes += [x for x in notes_i if x not in notes]
+        if cols is None or len(cols_i) > len(cols):
+            cols = cols_i
+        inner = Gaussian(c.f(m["sigma"][i]), 1.0)
+        step = inner if q[i] >= 1 else Subsampled(
+            inner, c.f(q[i]), "poisson" if poisson else "without-replacement",
+            "add-remove" if poisson else "substitution",
+        )  # fmt: skip
+        objects.append(Composed(((step, int(total_steps[i])),)))
+    keys = {k for r in rows for k in r}
+    head = [
+        Column("dataset_size", "N", "int"),
+        Column("batch_size", "B", "int"),
+        Column("rate", "q"),
+        Column("noise_multiplier", "σ"),
+        Column("epochs", "epochs", safe="up"),
+        Column("steps", "steps", "int"),
+    ]
+    head = [col for col in head if any(r.get(col.key) is not None for r in rows)]
+    cols = head + [col for col in cols if col.key in keys]
+    cols += [Column("method", "method", "text"), Column("bound", "bound", "text")]
+    result = Result(
+        command="plan-sgd",
+        inputs=c.echo_inputs(
+            dataset_size=v["dataset_size"],
+            batch_size=v["batch_size"],
+            rate=v["rate"],
+            epochs=v["epochs"],
+            steps=v["steps"],
+            noise_multiplier=v["sigma"],
+            sampling=v["sampling"],
+            to=to,
+            alpha=v["alpha"],
+            fpr=v["fpr"],
+        ),  # fmt: skip
+        columns=tuple(cols),
+        rows=tuple(rows),
+        warnings=tuple(v["warnings"]),
+        notes=tuple(x for x in notes if not x.startswith("δ was not given")),
+        objects=tuple(objects),
+    )
+    return c.emit(result, v["fmt"], v["as_json"])
+
+
+def _risk_inverse(v: dict) -> int:
+    """plan-sgd --target-advantage | --target-tpr --at-fpr: the smallest noise multiplier whose certified attack
+    bound meets the target, searched in log σ (to a relative 1e-3) and re-checked on both sides."""
+    import numpy as np
+
+    from dpcalc import risk
+    from dpcalc.cli import _common as c
+    from dpcalc.core import sgd
+    from dpcalc.model import Column, Result
+
+    rate, batch_size, dataset_size, epochs, steps = (
+        v[k] for k in ("rate", "batch_size", "dataset_size", "epochs", "steps")
+    )
+    if v["sigma"] is not None:
+        raise click.UsageError("an attack-risk target solves the noise multiplier; leave --noise-multiplier out.")
+    require("batch-size", batch_size or rate, "or --rate")
+    require("epochs", epochs or steps, "or --steps")
+    target = v["target_advantage"] if v["target_advantage"] is not None else v["target_tpr"]
+    label = "advantage" if v["target_advantage"] is not None else "tpr"
+    m = c.mesh(
+        dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps, target=target,
+        at_fpr=v["at_fpr"],
+    )  # fmt: skip
+    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
+    if steps is not None:
+        t = m["steps"]
+    elif rate is not None:
+        t = np.asarray(sgd.steps_for_epochs_at_rate(m["epochs"], m["rate"]), float).reshape(-1)
+    else:
+        t = np.asarray(sgd.steps_for_epochs(m["epochs"], m["dataset_size"], m["batch_size"]), float).reshape(-1)
+    fpr = m.get("at_fpr")
+    rtol = 1e-3
+
+    def upper(i, sig, quick):
+        lo, hi = risk.attack_bounds(q[i], sig, t[i], None if fpr is None else fpr[i], v["sampling"], quick=quick)
+        return float(hi[0])
+
+    def meets(i, sig, quick=True):
+        u = upper(i, sig, quick)
+        return np.isfinite(u) and u <= m["target"][i]
+
+    rows = []
+    for i in range(q.size):
+        hi_s = 1.0
+        while not meets(i, hi_s):
+            hi_s *= 4
+            if hi_s > 1e6:
+                raise click.UsageError(f"no noise multiplier up to 1e6 meets the {label} target {m['target'][i]:g}.")
+        lo_s = hi_s
+        while meets(i, lo_s):
+            lo_s /= 4
+            if lo_s < 1e-3:
+                break
+        while hi_s / lo_s > 1 + rtol:
+            mid = float(np.sqrt(hi_s * lo_s))
+            if meets(i, mid):
+                hi_s = mid
+            else:
+                lo_s = mid
+        # Re-check with the full-accuracy bound; step up until it holds there too.
+        while not meets(i, hi_s, quick=False):
+            hi_s *= 1 + rtol
+        got = upper(i, hi_s, False)
+        below = hi_s / (1 + rtol)
+        nxt = upper(i, below, False)
+        row = {
+            "dataset_size": int(m["dataset_size"][i]) if dataset_size is not None else None,
+            "batch_size": int(m["batch_size"][i]) if batch_size is not None else None,
+            "rate": c.f(q[i]),
+            "steps": int(t[i]),
+            ("target_advantage" if label == "advantage" else "target_tpr"): c.f(m["target"][i]),
+            "at_fpr": c.f(fpr[i]) if fpr is not None else None,
+            "noise_multiplier": float(hi_s),
+            "achieved": got,
+            "checked_next": float(below),
+            "achieved_next": nxt,
+            "found": bool(nxt > m["target"][i]),
+            "method": f"pld-{label}" if q[i] < 1 else f"gdp-{label}",
+            "bound": "upper" if q[i] < 1 else "exact",
+        }
+        rows.append(row)
+    name = "TPR−FPR" if label == "advantage" else "TPR"
+    cols = [
+        Column("dataset_size", "N", "int"), Column("batch_size", "B", "int"), Column("rate", "q"),
+        Column("steps", "steps", "int"),
+        Column("target_advantage" if label == "advantage" else "target_tpr", f"target {name}"),
+    ] + ([Column("at_fpr", "at FPR")] if fpr is not None else []) + [
+        Column("noise_multiplier", "σ", safe="up"), Column("achieved", f"{name} at σ", safe="up"),
+        Column("checked_next", "σ/(1+1e-3)"), Column("achieved_next", f"{name} there", safe="down"),
+        Column("found", "found", "bool"), Column("method", "method", "text"), Column("bound", "bound", "text"),
+    ]  # fmt: skip
+    cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
+    note = (
+        f"σ is the smallest noise multiplier (to a relative 1e-3) whose certified upper bound on the best "
+        f"membership-inference attack's {name} meets the target (Kulynych et al. 2024); σ/(1+1e-3) was checked "
+        "and misses it where found is yes."
+    )
+    result = Result(
+        command="plan-sgd",
+        inputs=c.echo_inputs(
+            dataset_size=dataset_size,
+            batch_size=batch_size,
+            rate=rate,
+            epochs=epochs,
+            steps=steps,
+            target_advantage=v["target_advantage"],
+            target_tpr=v["target_tpr"],
+            at_fpr=v["at_fpr"],
+            sampling=v["sampling"],
+        ),  # fmt: skip
+        columns=tuple(cols),
+        rows=tuple(rows),
+        notes=tuple([n for n in v["notes"] if not n.startswith("δ was not given")] + [note]),
+    )
+    return c.emit(result, v["fmt"], v["as_json"])
