@@ -78,9 +78,10 @@ def down(x, n=1):
 
 def two_sum(a, b):
     """(s, e) with s = fl(a + b) and a + b = s + e exactly (Knuth; any magnitudes, no overflow)."""
-    s = a + b
-    bb = s - a
-    e = (a - (s - bb)) + (b - bb)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = a + b
+        bb = s - a
+        e = (a - (s - bb)) + (b - bb)
     return s, e
 
 
