@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpcalc.core import _fp
 from dpcalc.core import gdp as _gdp
 from dpcalc.core import rdp as _rdp
 from dpcalc.core import zcdp as _zcdp
@@ -61,7 +62,7 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
             out += flatten(p, times * t, f"{where} part {i}")
         return out
     if isinstance(obj, Gaussian):
-        return [Part("gauss", times, mu=obj.sensitivity / obj.sigma)]
+        return [Part("gauss", times, mu=float(_fp.div_up(obj.sensitivity, obj.sigma)))]
     if isinstance(obj, GDP):
         return [Part("gauss", times, mu=obj.mu)]
     if isinstance(obj, ZCDP):
@@ -97,6 +98,15 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
             return flatten(DP(float(e), float(d)), times, where)
         raise ObjectError(f"{where}: subsampling of a {type(inner).__name__} guarantee is not supported")
     raise ObjectError(f"{where}: cannot compose a {type(obj).__name__}")
+
+
+def _gauss_mu(parts: Sequence[Part]) -> float:
+    """μ of composed Gaussian/GDP parts, √(Σ kᵢμᵢ²), every step rounded up (as ``compose gaussian`` does:
+    √k·μ for one part, so a ledger of k identical releases gives the same digits)."""
+    if len(parts) == 1:
+        return float(_fp.mul_up(_fp.sqrt_up(float(parts[0].times)), parts[0].mu))
+    mu2 = _zcdp.sum_up([_fp.mul_up(float(p.times), _fp.mul_up(p.mu, p.mu)) for p in parts])
+    return float(_fp.sqrt_up(mu2))
 
 
 def _key(p: Part) -> tuple:
@@ -354,28 +364,28 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         return totals  # the other methods have no bound for such parts
     dp_parts = [p for p in parts if p.kind == "dp"]
     rest = [p for p in parts if p.kind != "dp"]
-    dp_eps = math.fsum(p.times * p.epsilon for p in dp_parts)
-    dp_delta = math.fsum(p.times * p.delta for p in dp_parts)
+    dp_eps = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in dp_parts])
+    dp_delta = _zcdp.sum_up([_fp.mul_up(float(p.times), p.delta) for p in dp_parts])
     if dp_parts and dp_delta >= delta:
         raise ObjectError(
             f"the (ε, δ) parts alone spend δ = {dp_delta:g}, which is not below --delta {delta:g}; raise --delta"
         )
-    d_rest = delta - dp_delta
+    d_rest = float(_fp.add_down(delta, -dp_delta))  # the δ left, rounded down
     suffix = "+basic" if dp_parts else ""
     if not rest:
         totals.append(Total("basic", "upper", dp_eps, dp_delta))
         return totals
     if all(p.kind == "gauss" for p in rest):
-        mu = math.sqrt(math.fsum(p.times * p.mu**2 for p in rest))
+        mu = _gauss_mu(rest)
         e = float(_gdp.epsilon(mu, d_rest))
         totals.append(Total("gdp" + suffix, "exact" if not dp_parts else "upper", e + dp_eps, delta, mu=mu))
     if all(p.kind in ("gauss", "zcdp", "pure") for p in rest):
-        rho = math.fsum(_rho(p) for p in rest)
+        rho = _zcdp.sum_up([_rho(p) for p in rest])
         totals.append(
             Total("zcdp-rdp" + suffix, "upper", float(_zcdp.epsilon_tight(rho, d_rest)) + dp_eps, delta, rho=rho)
         )
     if all(p.kind in ("pure", "laplace") for p in rest):
-        pure = math.fsum(p.times * p.epsilon for p in rest)
+        pure = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in rest])
         totals.append(Total("basic", "upper", pure + dp_eps, dp_delta))
     e, a = _rdp_epsilon(rest, d_rest)
     totals.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
@@ -384,7 +394,15 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
 
 def _rho(p: Part) -> float:
     """tρ of a part with a zCDP bound: tμ²/2 (Gaussian), tρ, or tε²/2 (pure ε-DP, [BS] Prop. 1.4)."""
-    return p.times * (p.mu**2 / 2 if p.kind == "gauss" else p.rho if p.kind == "zcdp" else p.epsilon**2 / 2)
+    # Rounded up (×½ is exact): the ρ of a guarantee must not come out below it.
+    per = (
+        p.rho
+        if p.kind == "zcdp"
+        else _fp.mul_up(p.mu, p.mu) * 0.5
+        if p.kind == "gauss"
+        else (_fp.mul_up(p.epsilon, p.epsilon) * 0.5)
+    )
+    return float(_fp.mul_up(float(p.times), float(per)))
 
 
 def tightest(totals: list[Total]) -> Total:
@@ -423,7 +441,7 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         elif parts[i].kind in PLD_ONLY_KINDS:
             raise _no_pld_error()
     for gauss in _chunks(pick(("gauss",))):
-        mu = np.array([math.sqrt(parts[i].times * parts[i].mu ** 2) for i in gauss])
+        mu = np.array([_gauss_mu([parts[i]]) for i in gauss])
         e = np.atleast_1d(_gdp.epsilon(mu, np.full(mu.shape, delta)))
         for i, m, x in zip(gauss, mu, e):
             found[i].append(Total("gdp", "exact", float(x), delta, mu=float(m)))

@@ -279,7 +279,12 @@ def subsampled_gaussian(orders, rate, sigma):
 def _eps_terms(orders, rdp, log_delta):
     """Improved conversion ε(α) = r + log((α−1)/α) − (log δ + log α)/(α−1) ([CKS] Prop. 12)."""
     with np.errstate(all="ignore"):
-        e = rdp + np.log1p(-1.0 / orders) - (log_delta + np.log(orders)) / (orders - 1.0)
+        a = np.log1p(-1.0 / orders)
+        b = (log_delta + np.log(orders)) / (orders - 1.0)
+        e = rdp + a - b
+        # Rounded up past the error of these few operations (and of the RDP values' last digits): the
+        # conversion is a sound upper bound and must stay one after rounding.
+        e = e + 32 * np.finfo(float).eps * (np.abs(rdp) + np.abs(a) + np.abs(b)) + 1e-300
     return np.where(np.isnan(e), np.inf, e)
 
 
