@@ -278,13 +278,7 @@ def plan_sgd(
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
 
-    def steps_after(ep, rows=slice(None)):
-        # T = ⌈E/q⌉ = ⌈E·N/B⌉ steps for E epochs, exactly (a step count is never rounded down).
-        if rate is not None:
-            return np.asarray(sgd.steps_for_epochs_at_rate(ep, m["rate"][rows]), float).reshape(-1)
-        return np.asarray(sgd.steps_for_epochs(ep, m["dataset_size"][rows], m["batch_size"][rows]), float).reshape(-1)
-
-    total_steps = m["steps"] if steps is not None else steps_after(m["epochs"])
+    total_steps = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
     ep_total = m["epochs"] if epochs is not None else total_steps * q
     if to != "epsilon":
         return _risk(locals())
@@ -310,7 +304,7 @@ def plan_sgd(
         n_ep = int(n_epochs[i])
         if n_ep > MAX_CURVE_POINTS:
             raise click.UsageError(f"--per-epoch would print {n_ep} rows; at most {MAX_CURVE_POINTS} are allowed.")
-        ts = steps_after(np.arange(1.0, n_ep), np.full(max(n_ep - 1, 0), i)) if n_ep > 1 else np.zeros(0)
+        ts = _steps_for(m, np.arange(1.0, n_ep), np.full(max(n_ep - 1, 0), i)) if n_ep > 1 else np.zeros(0)
         for e in range(1, n_ep + 1):
             ep = min(float(e), float(ep_total[i]))
             t = total_steps[i] if e == n_ep else min(ts[e - 1], total_steps[i])
@@ -461,6 +455,18 @@ def plan_sgd(
     return c.emit(result, fmt, as_json)
 
 
+def _steps_for(m: dict, ep, rows=slice(None)):
+    """T = ⌈E/q⌉ = ⌈E·N/B⌉ steps for ``ep`` epochs of the mesh's ``rows`` (⌈E/q⌉ where --rate was given),
+    exactly: a step count is never rounded down, and ⌈E/q⌉ is never ⌈E·N/round(qN)⌉, which can be fewer."""
+    import numpy as np
+
+    from dpcalc.core import sgd
+
+    if "rate" in m:
+        return np.asarray(sgd.steps_for_epochs_at_rate(ep, m["rate"][rows]), float).reshape(-1)
+    return np.asarray(sgd.steps_for_epochs(ep, m["dataset_size"][rows], m["batch_size"][rows]), float).reshape(-1)
+
+
 def _inverse(v: dict) -> int:
     import numpy as np
 
@@ -529,11 +535,8 @@ def _inverse(v: dict) -> int:
         q = None
     if steps is not None:
         t = m["steps"]
-    elif epochs is not None and batch_size is not None:
-        t = np.asarray(sgd.steps_for_epochs(m["epochs"], m["dataset_size"], m["batch_size"]), float).reshape(-1)
-    elif epochs is not None and rate is not None:
-        # ⌈E/q⌉, as forward answers count them (not ⌈E·N/round(qN)⌉, which can be fewer).
-        t = np.asarray(sgd.steps_for_epochs_at_rate(m["epochs"], m["rate"]), float).reshape(-1)
+    elif epochs is not None and (batch_size is not None or rate is not None):
+        t = _steps_for(m, m["epochs"])  # as forward answers count them
     else:
         t = None
 
@@ -785,7 +788,6 @@ def _risk_inverse(v: dict) -> int:
 
     from dpcalc import risk
     from dpcalc.cli import _common as c
-    from dpcalc.core import sgd
     from dpcalc.model import Column, Result
 
     rate, batch_size, dataset_size, epochs, steps = (
@@ -802,12 +804,7 @@ def _risk_inverse(v: dict) -> int:
         at_fpr=v["at_fpr"],
     )  # fmt: skip
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
-    if steps is not None:
-        t = m["steps"]
-    elif rate is not None:
-        t = np.asarray(sgd.steps_for_epochs_at_rate(m["epochs"], m["rate"]), float).reshape(-1)
-    else:
-        t = np.asarray(sgd.steps_for_epochs(m["epochs"], m["dataset_size"], m["batch_size"]), float).reshape(-1)
+    t = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
     fpr = m.get("at_fpr")
     rtol = 1e-3
 

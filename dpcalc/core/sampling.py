@@ -170,20 +170,12 @@ def shuffle_interval(dataset_size: int, batch_size: int, epochs: int, sigma: flo
     Lower end (``pld-max-statistic``): the engine's lower end on E epochs of the max-statistic pair
     (:func:`.pld.sampling.max_statistic`: actual datasets, [CGK+24]).
     """
-    k = batches_per_epoch(dataset_size, batch_size)
-    d = _delta(delta)
-    if int(epochs) < 1 or not sigma > 0:
-        raise ValueError("need epochs >= 1 and sigma > 0")
-    up = _no_amplification_upper(sigma, epochs, d)
-    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
-    notes = (
-        f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
+    return _one_batch_per_epoch(
+        dataset_size, batch_size, epochs, sigma, delta,
         "upper: no amplification by shuffling (exact if the batches were public)",
         "lower: largest batch output per epoch, two actual datasets (Chua et al. 2024)",
-    )
-    return SchemeInterval(
-        np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes
-    )
+        **kw,
+    )  # fmt: skip
 
 
 def balls_in_bins_interval(
@@ -197,6 +189,17 @@ def balls_in_bins_interval(
     k lognormals, with no certified numerics in dpcalc yet. Lower end: the max statistic of that
     same pair (it is realisable), as for shuffling.
     """
+    return _one_batch_per_epoch(
+        dataset_size, batch_size, epochs, sigma, delta,
+        "upper: no amplification (the amplified bound is not certified in dpcalc yet)",
+        "lower: largest batch output per epoch, two actual datasets",
+        **kw,
+    )  # fmt: skip
+
+
+def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, upper_note, lower_note, **kw):
+    """The interval of a scheme that puts each record in exactly one batch per epoch (shuffle, balls-in-bins):
+    the no-amplification √E/σ-GDP upper end and the max-statistic lower end."""
     k = batches_per_epoch(dataset_size, batch_size)
     d = _delta(delta)
     if int(epochs) < 1 or not sigma > 0:
@@ -205,8 +208,8 @@ def balls_in_bins_interval(
     lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
     notes = (
         f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
-        "upper: no amplification (the amplified bound is not certified in dpcalc yet)",
-        "lower: largest batch output per epoch, two actual datasets",
+        upper_note,
+        lower_note,
     )
     return SchemeInterval(
         np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes

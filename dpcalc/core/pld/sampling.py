@@ -475,8 +475,7 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
     log_k = float(np.log(k))
     log_k1 = float(np.log(k - 1))
 
-    def loss(m):
-        m = np.asarray(m, float)
+    def _loss_terms(m):
         l1, e1 = _log_ndtr_err(m - mu)
         l0, e0 = _log_ndtr_err(m)
         with np.errstate(all="ignore"):
@@ -484,17 +483,15 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
             bb = mu * m - mu * mu / 2
             val = np.logaddexp(a, bb) - log_k
             err = e0 + e1 + 8 * _U * (np.abs(l1) + np.abs(l0) + np.abs(mu * m) + mu * mu / 2 + log_k + 1.0)
-        return val, err
+        return l0, l1, a, bb, val, err
+
+    def loss(m):
+        return _loss_terms(np.asarray(m, float))[4:]
 
     def loss_d(m):
         m = np.asarray(m, float)
-        l1, e1 = _log_ndtr_err(m - mu)
-        l0, e0 = _log_ndtr_err(m)
+        l0, l1, a, bb, val, err = _loss_terms(m)
         with np.errstate(all="ignore"):
-            a = log_k1 + l1 - l0
-            bb = mu * m - mu * mu / 2
-            val = np.logaddexp(a, bb) - log_k
-            err = e0 + e1 + 8 * _U * (np.abs(l1) + np.abs(l0) + np.abs(mu * m) + mu * mu / 2 + log_k + 1.0)
             lphi = -0.5 * np.log(2 * np.pi)
             lam1 = np.exp(lphi - 0.5 * (m - mu) ** 2 - l1)  # φ/Φ at m − μ
             lam0 = np.exp(lphi - 0.5 * m * m - l0)
