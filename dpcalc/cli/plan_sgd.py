@@ -835,8 +835,15 @@ def _risk_inverse(v: dict) -> int:
             else:
                 lo_s = mid
         # Re-check with the full-accuracy bound; step up until it holds there too.
-        while not meets(i, hi_s, quick=False):
+        for _ in range(64):
+            if meets(i, hi_s, quick=False):
+                break
             hi_s *= 1 + rtol
+        else:
+            raise click.UsageError(
+                f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near σ = {hi_s:.4g} "
+                "(the privacy loss distribution does not fit); use fewer steps."
+            )
         got = upper(i, hi_s, False)
         below = hi_s / (1 + rtol)
         nxt = upper(i, below, False)
