@@ -21,6 +21,11 @@ stage:
   post-processing of the output) and moving each atom down onto the grid,
   with the moves recorded. Both round every floating-point error toward
   their own safe side.
+* :mod:`.fold` — k releases of a two-atom step (an (ε, δ) pair, binary
+  randomized response) composed exactly as one binomial step before
+  discretising, so the grid rounds their losses once, not k times; a
+  Laplace step's lower end may use its threshold post-processing that way
+  (thousands of tiny pure-ε releases need no fine grid).
 * :mod:`.compose` — T-fold and mixed composition by one FFT power of the
   exponentially tilted steps (tilting by λ centres the composed loss near the
   ε asked about, so the transforms' round-off stays small next to the masses

@@ -23,6 +23,7 @@ from . import discretise as D
 from .compose import MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import lower_shift
+from .fold import FOLD_FROM, fold, foldable
 from .query import MANY, Reader, delta_at, epsilon_at
 
 __all__ = ["MIN_DELTA", "UPPER_H", "REL_WIDTH", "ABS_WIDTH", "Answer", "Interval", "epsilon", "delta_interval"]
@@ -94,7 +95,12 @@ def _discretised(
 ):
     """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
     mechanism (symmetric ones serve every direction). ``fine_tails``: an upper discretisation whose
-    sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET·``tail`` (see :func:`node_edges`)."""
+    sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET·``tail`` (see :func:`node_edges`).
+
+    A two-atom step released k >= 2 times is composed exactly first (:func:`.fold.fold`) and enters
+    as one step; a lower end may use a step's :attr:`~.mechanisms.Direction.dominated` two-atom
+    post-processing that way when it is released at least FIT_FROM times (its k roundings would
+    vary more than the post-processing gives up)."""
     n_dir = max(len(m) for m, _ in mechs)
     times: dict = {}
     for m, t in mechs:
@@ -107,17 +113,33 @@ def _discretised(
         parts = []
         for m, t in mechs:
             d = m[min(k, len(m) - 1)]
-            if id(d) not in cache:
-                cache[id(d)] = (
-                    discretise_upper(
-                        d, h, tail, w, min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * tail) if fine_tails else None
-                    )
-                    if kind == "upper"
-                    else discretise_lower(d, h, tail, times=times[id(d)], widest=w, enough=width / (4 * h))
-                )
-            parts.append((cache[id(d)], t))
+            key = (id(d), t)
+            if key not in cache:
+                cache[key] = _one_part(d, t, times[id(d)], h, kind, tail, w, fine_tails, width)
+            parts.append(cache[key])
         out.append((k, parts))
     return out
+
+
+def _one_part(d, t: int, total: int, h: float, kind: str, tail: float, w: float, fine_tails: bool, width: float):
+    """(discretised step, times) for ``t`` releases of direction ``d`` (see :func:`_discretised`)."""
+    src = d
+    if kind == "lower" and d.dominated is not None and t >= D.FIT_FROM:
+        src = d.dominated
+    if t >= FOLD_FROM and foldable(src):
+        one = fold(src, t, tail, kind)
+        if one is not None:
+            try:
+                return _discretise_one(one, h, kind, tail, w, fine_tails, width, 1), 1
+            except MemoryError:
+                pass  # the folded step spans too many cells on this grid: compose it as it is
+    return _discretise_one(d, h, kind, tail, w, fine_tails, width, total), t
+
+
+def _discretise_one(d, h: float, kind: str, tail: float, w: float, fine_tails: bool, width: float, total: int):
+    if kind == "upper":
+        return discretise_upper(d, h, tail, w, min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * tail) if fine_tails else None)
+    return discretise_lower(d, h, tail, times=total, widest=w, enough=width / (4 * h))
 
 
 def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:

@@ -81,6 +81,10 @@ class Direction:
     atoms: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     p_inf: float = 0.0
     median: float = 0.0
+    #: A two-atom pair dominated by this one (a binary post-processing of its output) whose k-fold
+    #: composition the engine can take exactly (:mod:`.fold`), for lower ends of many steps; None if
+    #: there is none as tight.
+    dominated: "Direction | None" = None
 
 
 def _ndtr_pair(z, dz):
@@ -145,7 +149,34 @@ def laplace(eps0: float) -> list[Direction]:
         return Tails(fp, fq, sp, sq, efp, esq + _U, efp + _U, esq)
 
     med = eps0 - 2 * np.log(2) if eps0 > 2 * np.log(2) else 0.0
-    return [Direction(lo=-eps0, hi=eps0, cdf=cdf, median=med)]
+    return [Direction(lo=-eps0, hi=eps0, cdf=cdf, median=med, dominated=_laplace_threshold(eps0, 1.0)[0])]
+
+
+#: Laplace steps with ε₀ at most this carry their threshold post-processing (:func:`_laplace_threshold`)
+#: for lower ends: it gives up about ε₀/4 of the step's loss, below the width asked for.
+THRESHOLD_UPTO = 1e-3
+
+
+def _laplace_threshold(eps0: float, rate: float) -> list[Direction | None]:
+    """Laplace noise (ε₀ = Δ/b), Poisson-subsampled at ``rate`` (1: not subsampled), post-processed
+    by the threshold at Δ/2 — [remove, add] two-atom pairs dominated by the mechanism's
+    (:attr:`Direction.dominated`), or [None, None] when ε₀ > :data:`THRESHOLD_UPTO`.
+
+    With s = P[Lap(0, b) > Δ/2] = e^{−ε₀/2}/2 and g = q(1 − 2s): outcome 1 has P-mass s + g and
+    Q-mass s, outcome 0 has 1 − s − g and 1 − s (remove; add swaps P and Q). At q = 1 the losses are
+    ±log(2e^{ε₀/2} − 1) = ±(ε₀ − ε₀²/4 + …)."""
+    if not (0 < eps0 <= THRESHOLD_UPTO):
+        return [None, None]
+    s = 0.5 * float(np.exp(-eps0 / 2))
+    g = rate * float(-np.expm1(-eps0 / 2))  # q(1 − 2s)
+    l1 = float(np.log1p(g / s))
+    l0 = float(np.log1p(-g / (1 - s)))
+    p1, p0 = s + g, 1 - s - g
+    remove = Direction(lo=l0, hi=l1, atoms=(np.array([l1, l0]), np.array([p1, p0]), np.array([s, 1 - s])))
+    if rate >= 1:
+        return [remove, remove]
+    add = Direction(lo=-l1, hi=-l0, atoms=(np.array([-l1, -l0]), np.array([s, 1 - s]), np.array([p1, p0])))
+    return [remove, add]
 
 
 def _dp_pair(eps: float, delta: float):
@@ -329,9 +360,10 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
         eq = (1 - q) * e0 + q * e1 + 2 * _U
         return Tails(s0, (1 - q) * s0 + q * s1, f0, (1 - q) * f0 + q * f1, e0, eq, e0, eq, gap)
 
+    low = _laplace_threshold(eps0, q)
     return [
-        Direction(lo=bottom, hi=top, cdf=remove, median=0.0),
-        Direction(lo=-top, hi=-bottom, cdf=add, median=0.0),
+        Direction(lo=bottom, hi=top, cdf=remove, median=0.0, dominated=low[0]),
+        Direction(lo=-top, hi=-bottom, cdf=add, median=0.0, dominated=low[1]),
     ]
 
 
