@@ -220,6 +220,50 @@ def test_plan_sgd_target_advantage_is_met_and_tight():
     assert theirs == pytest.approx(row["noise_multiplier"], rel=2e-3)
 
 
+def _advantage(q, sigma, steps):
+    from dpcalc import risk as rk
+
+    return float(rk.attack_bounds(q, sigma, steps)[1][0])
+
+
+def test_plan_sgd_target_advantage_solves_steps_met_and_next_missed():
+    doc = _plan("--rate 0.01 --noise-multiplier 1.5 --target-advantage 0.2")
+    (row,) = doc["rows"]
+    assert row["search"] == "found" and row["found"]
+    t = row["steps"]
+    assert row["epochs"] == pytest.approx(t * 0.01)
+    # re-derived independently of the command: T meets the target, the next value checked does not
+    assert _advantage(0.01, 1.5, t) <= 0.2 < _advantage(0.01, 1.5, row["checked_next"])
+    assert row["checked_next"] - t <= max(1, t // 1000)
+
+
+def test_plan_sgd_target_tpr_solves_batch_size_with_its_steps():
+    doc = _plan("--dataset-size 60000 --epochs 10 --noise-multiplier 1.1 --target-tpr 0.02 --at-fpr 0.001")
+    (row,) = doc["rows"]
+    b = row["batch_size"]
+    assert row["found"] and row["rate"] == pytest.approx(b / 60000)
+    assert row["steps"] == -(-10 * 60000 // b)  # ⌈E·N/B⌉
+    from dpcalc import risk as rk
+
+    def tpr(bb):
+        return float(rk.attack_bounds(bb / 60000, 1.1, -(-10 * 60000 // bb), 0.001)[1][0])
+
+    assert tpr(b) <= 0.02 < tpr(row["checked_next"])
+
+
+def test_plan_sgd_risk_target_none_and_range_end_are_said():
+    args = "--dataset-size 60000 --epochs 10 --noise-multiplier 0.3 --target-advantage 0.01 --json"
+    r = CliRunner().invoke(cli, ["plan-sgd", *args.split()])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and "even a batch size of 1 exceeds the advantage target 0.01." in doc["warnings"]
+    (row,) = doc["rows"]
+    assert row["search"] == "none" and row["batch_size"] == 0 and not row["found"]
+    doc = _plan("--rate 0.001 --noise-multiplier 50 --target-advantage 0.5")
+    (row,) = doc["rows"]
+    assert row["search"] == "range-end" and row["steps"] == 10**7 and not row["found"]
+    assert row["achieved"] <= 0.5
+
+
 @pytest.mark.parametrize(
     "args, says",
     [
@@ -227,7 +271,9 @@ def test_plan_sgd_target_advantage_is_met_and_tight():
         ("--rate 0.01 --steps 10 --noise-multiplier 1 --to attack --alpha 0.1", "--alpha"),
         ("--rate 0.01 --steps 10 --noise-multiplier 1 --fpr 0.1 --delta 1e-5", "--fpr"),
         ("--rate 0.01 --steps 10 --target-tpr 0.1", "--at-fpr"),
-        ("--rate 0.01 --steps 10 --noise-multiplier 1 --target-advantage 0.1", "leave --noise-multiplier out"),
+        ("--rate 0.01 --steps 10 --noise-multiplier 1 --target-advantage 0.1", "leave out the option to solve for"),
+        ("--rate 0.01 --noise-multiplier 1 --target-advantage 0.1 --solve batch-size", "--dataset-size"),
+        ("--rate 0.01 --target-advantage 0.1", "leave out exactly one"),
         ("--rate 0.01 --steps 10 --target-advantage 0.1 --target-epsilon 1", "cannot be used together"),
     ],
 )

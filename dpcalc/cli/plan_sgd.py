@@ -52,7 +52,7 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
     "--solve",
     type=click.Choice(["auto", "noise-multiplier", "epochs", "batch-size"]),
     default="auto",
-    help="What to solve for with --target-epsilon; auto picks the one option not given.",
+    help="What to solve for with --target-epsilon or an attack-risk target; auto picks the one option not given.",
 )
 @click.option(
     "--accountant",
@@ -84,10 +84,11 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
 @grid_option(
     "--target-advantage",
     allowed=PROBABILITY,
-    help="Solve the noise multiplier for an attack-risk target: the best attack's advantage TPR − FPR, in (0, 1).",
+    help="Solve for an attack-risk target (σ, epochs/steps or batch size: the one left out, or --solve): the best "
+    "attack's advantage TPR − FPR, in (0, 1).",
 )
 @grid_option(
-    "--target-tpr", allowed=PROBABILITY, help="Solve the noise multiplier for the best attack's TPR at --at-fpr."
+    "--target-tpr", allowed=PROBABILITY, help="Solve for the best attack's TPR at --at-fpr (as --target-advantage)."
 )
 @grid_option("--at-fpr", allowed=PROBABILITY, help="The false-positive rate at which --target-tpr holds.")
 @pld_width_option
@@ -218,13 +219,13 @@ def plan_sgd(
         if target_tpr is not None:
             require("at-fpr", at_fpr, "--target-tpr holds at a false-positive rate")
         if to != "epsilon":
-            raise click.UsageError("--to reads a run; an attack-risk target solves for its noise multiplier.")
+            raise click.UsageError("--to reads a run; an attack-risk target solves for what is left out of it.")
         to = "risk-target"
     if to == "epsilon":
         refuse_unused("without --to tradeoff or --to attack", "alpha", "fpr")
     elif to == "risk-target":
         refuse_unused(
-            "with an attack-risk target (it solves the noise multiplier from the run's privacy loss distribution)",
+            "with an attack-risk target (it solves from the run's privacy loss distribution)",
             "alpha", "fpr", "per_epoch", "pld_width", "accountant",
         )  # fmt: skip
         if not delta_defaulted:
@@ -467,18 +468,13 @@ def _steps_for(m: dict, ep, rows=slice(None)):
     return np.asarray(sgd.steps_for_epochs(ep, m["dataset_size"][rows], m["batch_size"][rows]), float).reshape(-1)
 
 
-def _inverse(v: dict) -> int:
-    import numpy as np
-
-    from dpcalc.cli import _common as c
-    from dpcalc.core import sgd
-    from dpcalc.model import Column, Result
-
+def _pick_solve(v: dict, target: str) -> str:
+    """What an inverse search solves for (--solve, or the one option left out), with the options it needs
+    checked: a one-line usage error otherwise. ``target`` names the target option in messages."""
     dataset_size, batch_size, rate, epochs, steps, sigma = (
         v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
     )
-    solve, engines, warnings, notes = v["solve"], v["engines"], v["warnings"], v["notes"]
-    sampling = v["sampling"]
+    solve = v["solve"]
     if solve == "auto":
         missing = [
             name
@@ -491,10 +487,10 @@ def _inverse(v: dict) -> int:
         ]
         if len(missing) != 1:
             raise click.UsageError(
-                "With --target-epsilon leave out exactly one of --noise-multiplier, --epochs/--steps, "
+                f"With {target} leave out exactly one of --noise-multiplier, --epochs/--steps, "
                 "--batch-size/--rate (or say which with --solve)."
                 if missing
-                else "With --target-epsilon, leave out the option to solve for (or use --solve)."
+                else f"With {target}, leave out the option to solve for (or use --solve)."
             )
         solve = missing[0]
     if solve == "noise-multiplier":
@@ -513,6 +509,22 @@ def _inverse(v: dict) -> int:
         require("epochs", epochs, "solving for a batch size needs --epochs")
         if batch_size is not None or rate is not None:
             raise click.UsageError("--batch-size/--rate is what --solve batch-size finds; leave it out.")
+    return solve
+
+
+def _inverse(v: dict) -> int:
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.core import sgd
+    from dpcalc.model import Column, Result
+
+    dataset_size, batch_size, rate, epochs, steps, sigma = (
+        v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
+    )
+    engines, warnings, notes = v["engines"], v["warnings"], v["notes"]
+    sampling = v["sampling"]
+    solve = _pick_solve(v, "--target-epsilon")
 
     m = c.mesh(
         dataset_size=dataset_size,
@@ -782,42 +794,53 @@ def _risk(v: dict) -> int:
 
 
 def _risk_inverse(v: dict) -> int:
-    """plan-sgd --target-advantage | --target-tpr --at-fpr: the smallest noise multiplier whose certified attack
-    bound meets the target, searched in log σ (to a relative 1e-3) and re-checked on both sides."""
+    """plan-sgd --target-advantage | --target-tpr --at-fpr: what is missing — the smallest noise multiplier
+    (searched in log σ to a relative 1e-3), or the most steps / the largest batch size (whole numbers, to a
+    relative 1e-3 or one) — whose certified attack bound meets the target, re-checked at full accuracy on
+    both sides."""
     import numpy as np
 
     from dpcalc import risk
     from dpcalc.cli import _common as c
+    from dpcalc.core import sgd
     from dpcalc.model import Column, Result
 
     rate, batch_size, dataset_size, epochs, steps = (
         v[k] for k in ("rate", "batch_size", "dataset_size", "epochs", "steps")
     )
-    if v["sigma"] is not None:
-        raise click.UsageError("an attack-risk target solves the noise multiplier; leave --noise-multiplier out.")
-    require("batch-size", batch_size or rate, "or --rate")
-    require("epochs", epochs or steps, "or --steps")
+    solve = _pick_solve(v, "an attack-risk target")
     target = v["target_advantage"] if v["target_advantage"] is not None else v["target_tpr"]
     label = "advantage" if v["target_advantage"] is not None else "tpr"
     m = c.mesh(
-        dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps, target=target,
-        at_fpr=v["at_fpr"],
+        dataset_size=dataset_size, batch_size=batch_size, rate=rate, epochs=epochs, steps=steps, sigma=v["sigma"],
+        target=target, at_fpr=v["at_fpr"],
     )  # fmt: skip
-    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
-    t = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
     fpr = m.get("at_fpr")
     rtol = 1e-3
 
-    def upper(i, sig, quick):
-        lo, hi = risk.attack_bounds(q[i], sig, t[i], None if fpr is None else fpr[i], v["sampling"], quick=quick)
+    def run_of(i, x):
+        """(q, σ, T) of row i with the solved quantity at x."""
+        if solve == "noise-multiplier":
+            q = m["rate"][i] if rate is not None else m["batch_size"][i] / m["dataset_size"][i]
+            t = m["steps"][i] if steps is not None else _steps_for(m, m["epochs"][i : i + 1], slice(i, i + 1))[0]
+            return float(q), float(x), int(t)
+        if solve == "epochs":
+            q = m["rate"][i] if rate is not None else m["batch_size"][i] / m["dataset_size"][i]
+            return float(q), float(m["sigma"][i]), int(x)
+        n = m["dataset_size"][i]
+        t = sgd.steps_for_epochs(m["epochs"][i], n, float(x))
+        return float(x) / float(n), float(m["sigma"][i]), int(np.asarray(t).reshape(-1)[0])
+
+    def upper(i, x, quick):
+        q, sig, t = run_of(i, x)
+        lo, hi = risk.attack_bounds(q, sig, t, None if fpr is None else fpr[i], v["sampling"], quick=quick)
         return float(hi[0])
 
-    def meets(i, sig, quick=True):
-        u = upper(i, sig, quick)
+    def meets(i, x, quick=True):
+        u = upper(i, x, quick)
         return np.isfinite(u) and u <= m["target"][i]
 
-    rows = []
-    for i in range(q.size):
+    def smallest_sigma(i):
         hi_s = 1.0
         while not meets(i, hi_s):
             hi_s *= 4
@@ -837,47 +860,119 @@ def _risk_inverse(v: dict) -> int:
         # Re-check with the full-accuracy bound; step up until it holds there too.
         for _ in range(64):
             if meets(i, hi_s, quick=False):
-                break
+                return hi_s, hi_s / (1 + rtol), "found"
             hi_s *= 1 + rtol
+        raise click.UsageError(
+            f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near σ = {hi_s:.4g} "
+            "(the privacy loss distribution does not fit); use fewer steps."
+        )
+
+    def largest_whole(i, top):
+        """Largest whole x in [1, top] meeting the target (the bound grows with x), the next value checked
+        above it, and the search status (found / none / range-end)."""
+        if not meets(i, 1, quick=False):
+            return 0, 1, "none"
+        ok = 1
+        bad = None
+        while ok < top:
+            x = min(2 * ok, top)
+            if meets(i, x):
+                ok = x
+            else:
+                bad = x
+                break
+        if bad is None:
+            ok = top
+        else:
+            while bad - ok > max(1, int(rtol * ok)):
+                mid = (ok + bad) // 2
+                if meets(i, mid):
+                    ok = mid
+                else:
+                    bad = mid
+        for _ in range(64):  # re-check at full accuracy; step down until it holds
+            if ok <= 1 or meets(i, ok, quick=False):
+                break
+            ok = max(1, ok - max(1, int(rtol * ok)))
         else:
             raise click.UsageError(
-                f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near σ = {hi_s:.4g} "
-                "(the privacy loss distribution does not fit); use fewer steps."
+                f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near {ok}; "
+                "use fewer steps."
             )
-        got = upper(i, hi_s, False)
-        below = hi_s / (1 + rtol)
-        nxt = upper(i, below, False)
+        if ok >= top:
+            return int(top), None, "range-end"
+        return int(ok), int(ok + max(1, int(rtol * ok))), "found"
+
+    rows, warnings = [], []
+    for i in range(m["target"].size):
+        if solve == "noise-multiplier":
+            x, nxt_x, status = smallest_sigma(i)
+        elif solve == "epochs":
+            x, nxt_x, status = largest_whole(i, int(min(sgd.MAX_STEPS, 1e7)))
+        else:
+            x, nxt_x, status = largest_whole(i, int(m["dataset_size"][i]))
+        got = upper(i, x, False) if status != "none" else None
+        nxt = upper(i, nxt_x, False) if nxt_x is not None else None
+        q, sig, t = run_of(i, x if status != "none" else 1)
+        if status == "none":
+            one = "one step" if solve == "epochs" else "a batch size of 1"
+            warnings.append(f"even {one} exceeds the {label} target {m['target'][i]:g}.")
+            nxt_x = nxt = None
+            if solve == "batch-size":
+                q = t = None
         row = {
             "dataset_size": int(m["dataset_size"][i]) if dataset_size is not None else None,
-            "batch_size": int(m["batch_size"][i]) if batch_size is not None else None,
-            "rate": c.f(q[i]),
-            "steps": int(t[i]),
+            "batch_size": (int(m["batch_size"][i]) if batch_size is not None else None)
+            if solve != "batch-size"
+            else int(x),
+            "rate": c.f(q) if q is not None else None,
+            "steps": (int(t) if status != "none" else 0) if t is not None else None,
+            "epochs": (float(t * q) if status != "none" else 0.0)
+            if solve == "epochs"
+            else (float(m["epochs"][i]) if epochs is not None else None),
             ("target_advantage" if label == "advantage" else "target_tpr"): c.f(m["target"][i]),
             "at_fpr": c.f(fpr[i]) if fpr is not None else None,
-            "noise_multiplier": float(hi_s),
+            "noise_multiplier": float(x) if solve == "noise-multiplier" else c.f(sig),
             "achieved": got,
-            "checked_next": float(below),
+            "checked_next": None if nxt_x is None else float(nxt_x) if solve == "noise-multiplier" else int(nxt_x),
             "achieved_next": nxt,
-            "found": bool(nxt > m["target"][i]),
-            "method": f"pld-{label}" if q[i] < 1 else f"gdp-{label}",
-            "bound": "upper" if q[i] < 1 else "exact",
+            "found": bool(status == "found" and nxt is not None and nxt > m["target"][i]),
+            "search": status,
+            "method": f"pld-{label}" if q is None or q < 1 else f"gdp-{label}",
+            "bound": "upper" if q is None or q < 1 else "exact",
         }
         rows.append(row)
     name = "TPR−FPR" if label == "advantage" else "TPR"
+    by_sigma = solve == "noise-multiplier"
+    what = {"noise-multiplier": ("σ", "σ/(1+1e-3)"), "epochs": ("steps", "next steps"), "batch-size": ("B", "next B")}
     cols = [
-        Column("dataset_size", "N", "int"), Column("batch_size", "B", "int"), Column("rate", "q"),
-        Column("steps", "steps", "int"),
+        Column("dataset_size", "N", "int"),
+        Column("batch_size", "B", "int", "down" if solve == "batch-size" else "nearest"),
+        Column("rate", "q", safe="down" if solve == "batch-size" else "nearest"),
+        Column("steps", "steps", "int", "down" if solve == "epochs" else "nearest"),
+        Column("epochs", "epochs", safe="down"),
         Column("target_advantage" if label == "advantage" else "target_tpr", f"target {name}"),
     ] + ([Column("at_fpr", "at FPR")] if fpr is not None else []) + [
-        Column("noise_multiplier", "σ", safe="up"), Column("achieved", f"{name} at σ", safe="up"),
-        Column("checked_next", "σ/(1+1e-3)"), Column("achieved_next", f"{name} there", safe="down"),
-        Column("found", "found", "bool"), Column("method", "method", "text"), Column("bound", "bound", "text"),
+        Column("noise_multiplier", "σ", safe="up" if by_sigma else "nearest"),
+        Column("achieved", f"{name} at {what[solve][0]}", safe="up"),
+        Column("checked_next", what[solve][1], "float" if by_sigma else "int"),
+        Column("achieved_next", f"{name} there", safe="down"),
+        Column("found", "found", "bool"), Column("search", "search", "text"),
+        Column("method", "method", "text"), Column("bound", "bound", "text"),
     ]  # fmt: skip
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
+    rule = (
+        "σ is the smallest noise multiplier (to a relative 1e-3)"
+        if by_sigma
+        else "T is the most steps (1 to 10⁷, to a relative 1e-3 or one step)"
+        if solve == "epochs"
+        else "B is the largest batch size (to a relative 1e-3, or one), with ⌈E·N/B⌉ steps,"
+    )
     note = (
-        f"σ is the smallest noise multiplier (to a relative 1e-3) whose certified upper bound on the best "
-        f"membership-inference attack's {name} meets the target (Kulynych et al. 2024); σ/(1+1e-3) was checked "
-        "and misses it where found is yes."
+        f"{rule} whose certified upper bound on the best membership-inference attack's {name} meets the target "
+        f"(Kulynych et al. 2024), re-checked at full accuracy; the next value ({what[solve][1]}) was checked and "
+        "misses it where found is yes (search: none — not even the smallest value meets it; range-end — the "
+        "largest value meets it)."
     )
     result = Result(
         command="plan-sgd",
@@ -890,10 +985,13 @@ def _risk_inverse(v: dict) -> int:
             target_advantage=v["target_advantage"],
             target_tpr=v["target_tpr"],
             at_fpr=v["at_fpr"],
+            noise_multiplier=v["sigma"],
+            solve=v["solve"],
             sampling=v["sampling"],
         ),  # fmt: skip
         columns=tuple(cols),
         rows=tuple(rows),
+        warnings=tuple(list(v["warnings"]) + warnings),
         notes=tuple([n for n in v["notes"] if not n.startswith("δ was not given")] + [note]),
     )
     return c.emit(result, v["fmt"], v["as_json"])
