@@ -397,8 +397,8 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None
     from dpcalc.risk import mechanisms
 
-    mechs = mechanisms(parts)
     try:
+        mechs = mechanisms(parts)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
         with np.errstate(all="ignore"):
             ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):

@@ -330,9 +330,9 @@ def count(d: dict, key: str, where: str, default: int | None = 1) -> int:
 
 
 #: Largest integer sensitivity of a discrete mechanism (and largest k of randomized response).
-MAX_INTEGER = 2**31
+MAX_INTEGER = 2**31 - 1
 #: Largest integer sensitivity of a discrete Laplace mechanism (its privacy loss has Δ + 1 atoms).
-MAX_DLAPLACE_SENSITIVITY = 2**20
+MAX_DLAPLACE_SENSITIVITY = 2**20 - 1
 #: Smallest σ of a discrete Gaussian dpcalc computes with.
 MIN_DGAUSS_SIGMA = 0.05
 
