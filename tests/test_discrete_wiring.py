@@ -24,7 +24,13 @@ from dpcalc.model import (
     from_dict,
 )
 
-mp.mp.dps = 50
+
+@pytest.fixture(autouse=True)
+def _fifty_digits():
+    """The exact sums run at 50 digits (locally: other modules' mpmath precision is left alone)."""
+    with mp.workdps(50):
+        yield
+
 
 OBJECTS = [
     DiscreteGaussian(2.5, 2),
@@ -404,3 +410,53 @@ def test_pld_interval_agrees_with_dp_accounting(obj, k):
     assert ours["epsilon_lower"] <= pess
     assert ours["epsilon"] <= pess + 1e-9 + 1e-5 * pess
     assert ours["epsilon"] >= opt - 1e-4 * k
+
+
+# ------------------------------------------------------------------------------------- properties
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+discrete_object = st.one_of(
+    st.builds(DiscreteGaussian, st.floats(0.5, 30), st.integers(1, 4)),
+    st.builds(DiscreteLaplace, st.floats(0.3, 30), st.integers(1, 4)),
+    st.builds(RandomizedResponse, st.floats(0.05, 3), st.integers(2, 6)),
+    st.builds(BoundedRange, st.floats(0.05, 3)),
+)
+
+
+@settings(max_examples=12, deadline=None)
+@given(discrete_object, st.integers(1, 60), st.sampled_from([1e-3, 1e-6, 1e-9]))
+def test_property_ledger_pipe_and_subcommand_agree(tmp_path_factory, obj, k, delta):
+    d = obj.to_dict()
+    args = ["--delta", repr(delta)]
+    sub = rows("compose", *SUBCOMMANDS[d["type"]](obj), "--times", str(k), *args)
+    piped = rows("compose", "--times", str(k), *args, stdin=json.dumps(d))
+    path = tmp_path_factory.mktemp("l") / "l.toml"
+    path.write_text(_toml(d, k))
+    ledger = rows("compose", "--ledger", str(path), *args)
+    engines = {r["method"]: r["epsilon"] for r in sub["rows"]}
+    assert {r["method"]: r["epsilon"] for r in piped["rows"]} == engines
+    assert {r["method"]: r["epsilon"] for r in ledger["rows"] if r["kind"] == "total"} == engines
+    assert tightest(sub)["epsilon"] == tightest(piped)["epsilon"] == tightest(ledger)["epsilon"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.one_of(
+        st.builds(RandomizedResponse, st.floats(0.05, 2.5), st.integers(2, 5)),
+        st.builds(DiscreteLaplace, st.floats(0.5, 6), st.integers(1, 2)),
+    ),
+    st.integers(1, 10),
+    st.sampled_from([1e-2, 1e-4, 1e-7]),
+)
+def test_property_every_upper_is_at_least_the_exact_composition(obj, k, delta):
+    """Randomized response and the discrete Laplace: k-fold compositions summed exactly in mpmath."""
+    sub = rows("compose", *SUBCOMMANDS[obj.to_dict()["type"]](obj), "--times", str(k), "--delta", repr(delta))
+    ref = _self_compose(_loss_pmf(obj), k)
+    tol = mp.mpf(delta) * mp.mpf("1e-9")
+    for r in sub["rows"]:
+        if r["bound"] in ("exact", "upper"):
+            assert _delta_at(ref, r["epsilon"]) <= delta + tol, r
+        if r.get("epsilon_lower") is not None:
+            assert _delta_at(ref, r["epsilon_lower"]) >= delta - tol, r
