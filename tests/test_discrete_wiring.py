@@ -368,6 +368,23 @@ def test_discrete_gaussian_beyond_its_sums_falls_back_to_zcdp():
     assert res.exit_code == 2
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        "convert randomized-response --epsilon0 1e300 --to attack",
+        "convert bounded-range --epsilon0 1e300 --to tradeoff",
+        "convert discrete-laplace --scale 1e-300 --to attack",
+        "compose randomized-response --epsilon 1e300 --delta 1e-6",
+        "convert discrete-gaussian --sigma 1e6 --to attack",
+    ],
+)
+def test_beyond_range_is_one_error_line(args):
+    res = run(*args.split())
+    assert res.exit_code == 2, res.output
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and "internal error" not in lines[0], res.output
+
+
 # ------------------------------------------------------------------------------ dp-accounting cross-check
 
 dpa = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")

@@ -492,7 +492,14 @@ def _discrete_convert(command, inputs, grids, spec, delta, epsilon, target, alph
             risk.case_of_parts(flatten(spec["obj"](base, i)), echo[i], "") for i in range(base[next(iter(grids))].size)
         ]
         points = (alpha or parse_grid(DEFAULT_ALPHAS)) if to == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
-        rcols, rows, rnotes = risk.rows(cases, to, points)
+        try:
+            rcols, rows, rnotes = risk.rows(cases, to, points)
+        except MemoryError:
+            names = ", ".join(f"'--{k.replace('_', '-')}'" for k in grids)
+            raise click.UsageError(
+                f"--to {to}: the privacy loss distribution of this mechanism does not fit in memory; use less "
+                f"extreme values of {names}."
+            ) from None
         cols = spec["cols"] + [(k.key, k.label, k.kind, k.safe) for k in rcols]
         return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=[*notes, *rnotes])
     if to == "zcdp":
