@@ -570,7 +570,8 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         for i, r, x in zip(z, rho, e):
             found[i].append(Total("zcdp-rdp", "upper", float(x), delta, rho=float(r)))
     for i in pick(EPS_KINDS):
-        found[i].append(Total("basic", "upper", parts[i].times * parts[i].epsilon, 0.0))
+        # kε rounded up, as compose_parts has it (a product rounded to nearest can be half an ulp low)
+        found[i].append(Total("basic", "upper", float(_fp.mul_up(float(parts[i].times), parts[i].epsilon)), 0.0))
     for r in _chunks(pick(tuple(k for k in RDP_KINDS if k != "curve"))):
         fn = _RDPSum([parts[i] for i in r])
         e, a = _rdp.optimal_epsilon(fn.rows, np.full(len(r), delta))
