@@ -31,14 +31,28 @@ from dpcalc.core import gdp as _gdp
 from dpcalc.core import rdp as _rdp
 from dpcalc.core import zcdp as _zcdp
 from dpcalc.core.amplification import subsample
-from dpcalc.model import DP, GDP, ZCDP, Composed, Gaussian, Laplace, ObjectError, RDPCurve, Subsampled
+from dpcalc.model import (
+    DP,
+    GDP,
+    ZCDP,
+    BoundedRange,
+    Composed,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    ObjectError,
+    RandomizedResponse,
+    RDPCurve,
+    Subsampled,
+)
 
 
 @dataclass(frozen=True)
 class Part:
     """One accounted part: a normalised object and how many times it runs."""
 
-    kind: str  # gauss | zcdp | pure | laplace | sgauss | wgauss | curve | dp
+    kind: str  # gauss | zcdp | pure | laplace | sgauss | wgauss | curve | dp | dgauss | dlaplace | rr | br
     times: int
     mu: float = 0.0  # gauss: Δ/σ (also GDP μ)
     rho: float = 0.0  # zcdp
@@ -52,6 +66,12 @@ class Part:
     #: A "pure" part that is a subsampled Laplace (scale > 0, rate < 1): "poisson" or
     #: "without-replacement". Other methods use its amplified ε; PLD uses the mechanism itself.
     scheme: str = "poisson"
+    #: Integer sensitivity Δ of a discrete Gaussian or discrete Laplace part (dgauss: σ in ``sigma``,
+    #: ρ = Δ²/(2σ²) in ``rho``; dlaplace: t in ``scale``, ε = Δ/t in ``epsilon``).
+    sensitivity: int = 1
+    #: Number of values of a randomized-response part (rr: ε₀ in ``epsilon``; br: ε₀ in ``epsilon``, ρ = ε₀²/8
+    #: in ``rho``).
+    k: int = 2
 
 
 def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
@@ -67,6 +87,22 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         return [Part("gauss", times, mu=obj.mu)]
     if isinstance(obj, ZCDP):
         return [Part("zcdp", times, rho=obj.rho)]
+    if isinstance(obj, DiscreteGaussian):
+        from dpcalc.core import discrete as _d
+
+        rho = float(_d.dgauss_rho_of(obj.sigma, obj.sensitivity))
+        return [Part("dgauss", times, sigma=obj.sigma, rho=rho, sensitivity=obj.sensitivity)]
+    if isinstance(obj, DiscreteLaplace):
+        from dpcalc.core import discrete as _d
+
+        eps = float(_d.dlaplace_epsilon_of(obj.scale, obj.sensitivity))
+        return [Part("dlaplace", times, scale=obj.scale, epsilon=eps, sensitivity=obj.sensitivity)]
+    if isinstance(obj, RandomizedResponse):
+        return [Part("rr", times, epsilon=obj.epsilon, k=obj.k)]
+    if isinstance(obj, BoundedRange):
+        from dpcalc.core import discrete as _d
+
+        return [Part("br", times, epsilon=obj.epsilon, rho=float(_d.br_rho_of(obj.epsilon)))]
     if isinstance(obj, Laplace):
         return [Part("laplace", times, scale=obj.scale / obj.sensitivity, epsilon=obj.sensitivity / obj.scale)]
     if isinstance(obj, DP):
@@ -111,7 +147,21 @@ def _gauss_mu(parts: Sequence[Part]) -> float:
 
 def _key(p: Part) -> tuple:
     """Everything but the count: parts with equal keys are the same mechanism."""
-    return (p.kind, p.mu, p.rho, p.epsilon, p.delta, p.scale, p.rate, p.sigma, p.orders, p.values, p.scheme)
+    return (
+        p.kind,
+        p.mu,
+        p.rho,
+        p.epsilon,
+        p.delta,
+        p.scale,
+        p.rate,
+        p.sigma,
+        p.orders,
+        p.values,
+        p.scheme,
+        p.sensitivity,
+        p.k,
+    )
 
 
 def group_parts(parts: Iterable[Part]) -> list[Part]:
@@ -147,11 +197,13 @@ class _RDPSum:
     """
 
     def __init__(self, parts: Sequence[Part]):
-        if any(p.kind not in ("gauss", "zcdp", "pure", "laplace", "sgauss", "curve") for p in parts):
+        if any(p.kind not in RDP_KINDS for p in parts):
             raise ValueError("only parts with an RDP bound")  # pragma: no cover - callers filter
         self.parts = parts
-        self.slope = math.fsum(_slope(p) for p in parts if p.kind in ("gauss", "zcdp"))
-        pure = [p for p in parts if p.kind == "pure"]
+        self.slope = math.fsum(_slope(p) for p in parts if p.kind in LINEAR_KINDS)
+        pure = [p for p in parts if p.kind in PURE_KINDS]
+        br = [p for p in parts if p.kind == "br"]
+        self.br = (np.array([float(p.times) for p in br]), np.array([p.epsilon for p in br]))
         self.pure = (np.array([float(p.times) for p in pure]), np.array([p.epsilon for p in pure]))
         lap = [p for p in parts if p.kind == "laplace"]
         self.lap = (np.array([float(p.times) for p in lap]), np.array([p.scale for p in lap]))
@@ -174,6 +226,8 @@ class _RDPSum:
             total = total + _blocks(*self.pure, alpha, _pure_rdp)
         if self.lap[0].size:
             total = total + _blocks(*self.lap, alpha, _rdp.laplace)
+        if self.br[0].size:
+            total = total + _blocks(*self.br, alpha, _br_rdp)
         for t, q, s in self.sg:
             total = total + t * _rdp._subsampled_gaussian(alpha, q, s)
         if self.orders is not None:
@@ -190,10 +244,12 @@ class _RDPSum:
             ps = [self.parts[i] for i in idx]
             a = alpha[idx]
             t = np.array([float(p.times) for p in ps])[:, None]
-            if kind in ("gauss", "zcdp"):
+            if kind in LINEAR_KINDS:
                 out[idx] = a * np.array([_slope(p) for p in ps])[:, None]
-            elif kind == "pure":
+            elif kind in PURE_KINDS:
                 out[idx] = t * _pure_rdp(a, np.array([p.epsilon for p in ps])[:, None])
+            elif kind == "br":
+                out[idx] = t * _br_rdp(a, np.array([p.epsilon for p in ps])[:, None])
             elif kind == "laplace":
                 out[idx] = t * _rdp.laplace(a, np.array([p.scale for p in ps])[:, None])
             elif kind == "sgauss":
@@ -206,13 +262,32 @@ class _RDPSum:
 
 
 def _slope(p: Part) -> float:
-    """tᵢ·RDPᵢ(α)/α of a part linear in α: tμ²/2 (Gaussian, GDP) or tρ (zCDP)."""
+    """tᵢ·RDPᵢ(α)/α of a part linear in α: tμ²/2 (Gaussian, GDP) or tρ (zCDP, discrete Gaussian)."""
     return p.times * p.mu**2 / 2 if p.kind == "gauss" else p.times * p.rho
 
 
 def _pure_rdp(alpha, eps):
     """RDP of pure ε-DP: min(ε, αε²/2) ([BS] Prop. 1.4 via zCDP; ε itself is a bound at every α)."""
     return np.minimum(eps, alpha * eps**2 / 2)
+
+
+def _br_rdp(alpha, eps):
+    """RDP of an ε₀-bounded-range mechanism: min(ε₀, αε₀²/8) (ε₀²/8-zCDP, [CR] Lemma 3.2; and ε₀-DP)."""
+    return np.minimum(eps, alpha * eps**2 / 8)
+
+
+#: Part kinds whose RDP is linear in α (slope tμ²/2 or tρ): Gaussian, GDP, zCDP, discrete Gaussian ([CKS] Thm 4).
+LINEAR_KINDS = ("gauss", "zcdp", "dgauss")
+#: Part kinds accounted (outside PLD) as pure ε-DP: ε-DP guarantees, discrete Laplace, randomized response.
+PURE_KINDS = ("pure", "dlaplace", "rr")
+#: The discrete mechanisms' kinds (issue 13, item 4).
+DISCRETE_KINDS = ("dgauss", "dlaplace", "rr", "br")
+#: Part kinds with a zCDP bound (ρ adds).
+ZCDP_KINDS = ("gauss", "zcdp", "pure", "dgauss", "dlaplace", "rr", "br")
+#: Part kinds with a pure ε-DP bound (basic composition of ε).
+EPS_KINDS = ("pure", "laplace", "dlaplace", "rr", "br")
+#: Part kinds with an RDP bound.
+RDP_KINDS = ("gauss", "zcdp", "pure", "laplace", "sgauss", "curve", "dgauss", "dlaplace", "rr", "br")
 
 
 def _blocks(times: np.ndarray, x: np.ndarray, alpha: np.ndarray, f) -> np.ndarray:
@@ -288,7 +363,7 @@ class Total:
 
 
 #: Part kinds the PLD engine can account for.
-PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "dp", "pure")
+PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "dp", "pure", "dgauss", "dlaplace", "rr", "br")
 
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc).
 PLD_ONLY_KINDS = ("wgauss",)
@@ -322,8 +397,8 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None
     from dpcalc.risk import mechanisms
 
-    mechs = mechanisms(parts)
     try:
+        mechs = mechanisms(parts)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
         with np.errstate(all="ignore"):
             ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
@@ -379,25 +454,65 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         mu = _gauss_mu(rest)
         e = float(_gdp.epsilon(mu, d_rest))
         totals.append(Total("gdp" + suffix, "exact" if not dp_parts else "upper", e + dp_eps, delta, mu=mu))
-    if all(p.kind in ("gauss", "zcdp", "pure") for p in rest):
+    if all(p.kind in ZCDP_KINDS for p in rest):
         rho = _zcdp.sum_up([_rho(p) for p in rest])
         totals.append(
             Total("zcdp-rdp" + suffix, "upper", float(_zcdp.epsilon_tight(rho, d_rest)) + dp_eps, delta, rho=rho)
         )
-    if all(p.kind in ("pure", "laplace") for p in rest):
+    if all(p.kind in EPS_KINDS for p in rest):
         pure = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in rest])
         totals.append(Total("basic", "upper", pure + dp_eps, dp_delta))
+    if not dp_parts and len(rest) == 1:
+        t = _discrete_closed_form(rest[0], delta)
+        if t is not None:
+            totals.append(t)
     e, a = _rdp_epsilon(rest, d_rest)
     totals.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
     return totals
 
 
+def _discrete_closed_form(p: Part, delta: float) -> Total | None:
+    """The closed form of a discrete mechanism (None for other kinds, or where it cannot answer).
+
+    Run once: its exact ε at δ (docs/discrete.md). Run k > 1 times, an ε₀-DP discrete mechanism (discrete Laplace,
+    randomized response, bounded range) also has the optimal composition of k ε₀-DP mechanisms ([KOV] Thm 3.3),
+    sound for each of them (for bounded range it is the third engine of the min-of-engines rule).
+    """
+    from dpcalc.core import composition as _comp
+    from dpcalc.core import discrete as _d
+    from dpcalc.core.errors import ValidationError
+
+    if p.kind not in DISCRETE_KINDS:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            if p.times == 1:
+                if p.kind == "dgauss":
+                    e, method = _d.dgauss_epsilon_at(p.sigma, delta, p.sensitivity), "discrete-gaussian-cks"
+                elif p.kind == "dlaplace":
+                    e, method = _d.dlaplace_epsilon_at(p.scale, delta, p.sensitivity), "discrete-laplace"
+                elif p.kind == "rr":
+                    e, method = _d.rr_epsilon_at(p.epsilon, delta, p.k), "randomized-response"
+                else:
+                    e, method = _d.br_epsilon_at(p.epsilon, delta), "bounded-range-ddr"
+                bound = "exact"
+            elif p.kind != "dgauss" and p.times <= _comp.KOV_MAX_TIMES:
+                e, method, bound = _comp.optimal_homogeneous(p.epsilon, 0.0, p.times, delta), "optimal-kov", "upper"
+            else:
+                return None
+    except (ValidationError, MemoryError, OverflowError, ArithmeticError):
+        return None  # beyond the closed form's range (σ too large for its sums, δ below 1e-30): the others answer
+    e = float(e)
+    return Total(method, bound, e, delta) if math.isfinite(e) else None
+
+
 def _rho(p: Part) -> float:
-    """tρ of a part with a zCDP bound: tμ²/2 (Gaussian), tρ, or tε²/2 (pure ε-DP, [BS] Prop. 1.4)."""
+    """tρ of a part with a zCDP bound: tμ²/2 (Gaussian), tρ (zCDP, discrete Gaussian Δ²/(2σ²), bounded range
+    ε₀²/8), or tε²/2 (pure ε-DP, [BS] Prop. 1.4)."""
     # Rounded up (×½ is exact): the ρ of a guarantee must not come out below it.
     per = (
         p.rho
-        if p.kind == "zcdp"
+        if p.kind in ("zcdp", "dgauss", "br")
         else _fp.mul_up(p.mu, p.mu) * 0.5
         if p.kind == "gauss"
         else (_fp.mul_up(p.epsilon, p.epsilon) * 0.5)
@@ -445,14 +560,19 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         e = np.atleast_1d(_gdp.epsilon(mu, np.full(mu.shape, delta)))
         for i, m, x in zip(gauss, mu, e):
             found[i].append(Total("gdp", "exact", float(x), delta, mu=float(m)))
-    for z in _chunks(pick(("gauss", "zcdp", "pure"))):
+    for i in pick(DISCRETE_KINDS):
+        t = _discrete_closed_form(parts[i], delta)
+        if t is not None:
+            found[i].append(t)
+    for z in _chunks(pick(ZCDP_KINDS)):
         rho = np.array([_rho(parts[i]) for i in z])
         e = np.atleast_1d(_zcdp.epsilon_tight(rho, np.full(rho.shape, delta)))
         for i, r, x in zip(z, rho, e):
             found[i].append(Total("zcdp-rdp", "upper", float(x), delta, rho=float(r)))
-    for i in pick(("pure", "laplace")):
-        found[i].append(Total("basic", "upper", parts[i].times * parts[i].epsilon, 0.0))
-    for r in _chunks(pick(("gauss", "zcdp", "pure", "laplace", "sgauss"))):
+    for i in pick(EPS_KINDS):
+        # kε rounded up, as compose_parts has it (a product rounded to nearest can be half an ulp low)
+        found[i].append(Total("basic", "upper", float(_fp.mul_up(float(parts[i].times), parts[i].epsilon)), 0.0))
+    for r in _chunks(pick(tuple(k for k in RDP_KINDS if k != "curve"))):
         fn = _RDPSum([parts[i] for i in r])
         e, a = _rdp.optimal_epsilon(fn.rows, np.full(len(r), delta))
         for i, x, o in zip(r, e, a):

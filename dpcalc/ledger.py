@@ -10,12 +10,18 @@ Format (TOML; the JSON form has the same keys)::
 
     [[release]]
     name = "daily counts"
-    mechanism = "gaussian"      # gaussian | laplace | dp | gdp | zcdp
+    mechanism = "gaussian"      # gaussian | laplace | dp | gdp | zcdp | discrete_gaussian |
+                                # discrete_laplace | randomized_response | bounded_range
     sigma = 20                  # gaussian: sigma (or noise_multiplier), sensitivity
     sensitivity = 1
     times = 365                 # default 1
     rate = 0.01                 # optional sampling rate
     sampling = "poisson"        # poisson (default) | without-replacement
+
+Discrete mechanisms take the fields of their JSON objects: discrete_gaussian sigma and
+(integer) sensitivity; discrete_laplace scale and sensitivity; randomized_response epsilon
+(ε₀) or keep (the probability of reporting the true value; ε₀ from it, rounded up) and k;
+bounded_range epsilon (ε₀). They cannot be subsampled here.
 
 Every error names the file, the release and the field.
 
@@ -43,7 +49,25 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10: the tomli backport (same API)
     import tomli as tomllib
 
-from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace, ObjectError, Subsampled, _number, _text, check_fields, count
+from dpcalc.model import (
+    DP,
+    GDP,
+    ZCDP,
+    BoundedRange,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Gaussian,
+    Laplace,
+    ObjectError,
+    RandomizedResponse,
+    Subsampled,
+    _number,
+    _text,
+    check_fields,
+    count,
+    discrete_from_fields,
+    integer,
+)
 
 MECHANISMS = {
     "gaussian": {"sigma", "noise_multiplier", "sensitivity"},
@@ -51,7 +75,12 @@ MECHANISMS = {
     "dp": {"epsilon", "delta"},
     "gdp": {"mu"},
     "zcdp": {"rho"},
+    "discrete_gaussian": {"sigma", "sensitivity"},
+    "discrete_laplace": {"scale", "sensitivity"},
+    "randomized_response": {"epsilon", "keep", "k"},
+    "bounded_range": {"epsilon"},
 }
+DISCRETE = ("discrete_gaussian", "discrete_laplace", "randomized_response", "bounded_range")
 COMMON = {"name", "mechanism", "times", "rate", "sampling", "note"}
 HEAD = {"name", "delta", "max_epsilon", "neighbours", "note"}
 
@@ -272,6 +301,12 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
             _number(r, "epsilon", where, low_open=False),
             _number(r, "delta", where, low_open=False, high=1.0, high_open=True, default=0.0),
         )
+    elif mech == "randomized_response" and "keep" in r:
+        if "epsilon" in r:
+            raise ObjectError(f"{where}: give exactly one of 'epsilon' or 'keep'")
+        obj = _rr_of_keep(r, where)
+    elif mech in DISCRETE:
+        obj = discrete_from_fields(mech, r, where)
     elif mech == "gdp":
         obj = GDP(_number(r, "mu", where, low_open=False))
     else:
@@ -287,10 +322,25 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
             )
         if mech in ("gdp", "zcdp"):
             raise ObjectError(f"{where}: subsampling a {mech} guarantee is not supported; give the mechanism")
+        if mech in DISCRETE:
+            raise ObjectError(f"{where}: subsampling a {mech} mechanism is not supported; drop 'rate'")
         obj = Subsampled(obj, rate, sampling, needed)
     elif "sampling" in r:
         raise ObjectError(f"{where}: 'sampling' needs a 'rate'")
     return Entry(name, obj, times, path, i, isinstance(r.get("name"), str))
+
+
+def _rr_of_keep(r: dict, where: str) -> RandomizedResponse:
+    """Randomized response given by its keep-probability: ε₀ = log(keep·(k − 1)/(1 − keep)), rounded up (the
+    object can only overstate ε)."""
+    from dpcalc.core import discrete as _d
+
+    k = integer(r, "k", where, low=2, default=2)
+    keep = _number(r, "keep", where, low=1.0 / k, low_open=False, high=1.0, high_open=True)
+    eps = float(_d.rr_epsilon_of_keep(keep, k))
+    if not eps > 0:
+        raise ObjectError(f"{where}: field 'keep' must be above 1/k = {1.0 / k:g} (at 1/k the output says nothing)")
+    return RandomizedResponse(eps, k)
 
 
 def describe(obj: Any) -> str:
@@ -307,4 +357,12 @@ def describe(obj: Any) -> str:
         return f"gdp μ={obj.mu:g}"
     if isinstance(obj, ZCDP):
         return f"zcdp ρ={obj.rho:g}"
+    if isinstance(obj, DiscreteGaussian):
+        return f"discrete gaussian σ={obj.sigma:g} Δ={obj.sensitivity}"
+    if isinstance(obj, DiscreteLaplace):
+        return f"discrete laplace t={obj.scale:g} Δ={obj.sensitivity}"
+    if isinstance(obj, RandomizedResponse):
+        return f"randomized response ε₀={obj.epsilon:g} k={obj.k}"
+    if isinstance(obj, BoundedRange):
+        return f"bounded range ε₀={obj.epsilon:g}"
     return type(obj).__name__

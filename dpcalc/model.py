@@ -49,6 +49,54 @@ class Laplace:
 
 
 @dataclass(frozen=True)
+class DiscreteGaussian:
+    """Discrete Gaussian mechanism N_Z(0, σ²) on an integer query of sensitivity Δ (σ is its parameter, not
+    its standard deviation)."""
+
+    sigma: float
+    sensitivity: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "discrete_gaussian", "sigma": self.sigma, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace:
+    """Discrete Laplace (two-sided geometric) mechanism, P(x) ∝ e^{−|x|/t}, on an integer query of sensitivity Δ."""
+
+    scale: float
+    sensitivity: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "discrete_laplace", "scale": self.scale, "sensitivity": self.sensitivity}
+
+
+@dataclass(frozen=True)
+class RandomizedResponse:
+    """k-ary randomized response that is ε₀-DP: keep the true value with probability e^{ε₀}/(e^{ε₀} + k − 1)."""
+
+    epsilon: float
+    k: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "randomized_response", "epsilon": self.epsilon, "k": self.k}
+
+
+@dataclass(frozen=True)
+class BoundedRange:
+    """An ε₀-bounded-range mechanism (the exponential mechanism, report-noisy-max with Gumbel noise)."""
+
+    epsilon: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "bounded_range", "epsilon": self.epsilon}
+
+
+#: The discrete mechanisms (issue 13, item 4).
+DISCRETE = (DiscreteGaussian, DiscreteLaplace, RandomizedResponse, BoundedRange)
+
+
+@dataclass(frozen=True)
 class DP:
     """An (ε, δ)-DP guarantee (δ = 0 for pure ε-DP)."""
 
@@ -219,6 +267,10 @@ class ObjectError(ValueError):
 FIELDS: dict[str, tuple[str, ...]] = {
     "gaussian": ("sigma", "sensitivity"),
     "laplace": ("scale", "sensitivity"),
+    "discrete_gaussian": ("sigma", "sensitivity"),
+    "discrete_laplace": ("scale", "sensitivity"),
+    "randomized_response": ("epsilon", "k"),
+    "bounded_range": ("epsilon",),
     "dp": ("epsilon", "delta"),
     "gdp": ("mu",),
     "zcdp": ("rho",),
@@ -275,6 +327,45 @@ def count(d: dict, key: str, where: str, default: int | None = 1) -> int:
     if not 1 <= v <= MAX_COUNT:
         raise ObjectError(f"{where}: field '{key}' must be a whole number in [1, {MAX_COUNT}]; got {v!r}")
     return v
+
+
+#: Largest integer sensitivity of a discrete mechanism (and largest k of randomized response).
+MAX_INTEGER = 2**31 - 1
+#: Largest integer sensitivity of a discrete Laplace mechanism (its privacy loss has Δ + 1 atoms).
+MAX_DLAPLACE_SENSITIVITY = 2**20 - 1
+#: Smallest σ of a discrete Gaussian dpcalc computes with.
+MIN_DGAUSS_SIGMA = 0.05
+
+
+def integer(d: dict, key: str, where: str, low: int = 1, high: int = MAX_INTEGER, default: int | None = None) -> int:
+    """A whole number in [low, high] read exactly (a float only when it is an exact integer)."""
+    if key not in d:
+        if default is None:
+            raise ObjectError(f"{where}: field '{key}' is missing")
+        return default
+    v = d[key]
+    ok = not isinstance(v, bool) and isinstance(v, (int, float))
+    if ok and isinstance(v, float):
+        ok = v.is_integer()
+    if not ok or not low <= v <= high:
+        raise ObjectError(f"{where}: field '{key}' must be a whole number in [{low}, {high}]; got {v!r}")
+    return int(v)
+
+
+def discrete_from_fields(kind: str, d: dict, where: str):
+    """A discrete mechanism from its fields (a JSON object or a ledger release), every range checked."""
+    if kind == "discrete_gaussian":
+        sigma = _number(d, "sigma", where)
+        if sigma < MIN_DGAUSS_SIGMA:
+            raise ObjectError(f"{where}: field 'sigma' must be a number >= {MIN_DGAUSS_SIGMA:g}; got {d['sigma']!r}")
+        return DiscreteGaussian(sigma, integer(d, "sensitivity", where, default=1))
+    if kind == "discrete_laplace":
+        return DiscreteLaplace(
+            _number(d, "scale", where), integer(d, "sensitivity", where, high=MAX_DLAPLACE_SENSITIVITY, default=1)
+        )
+    if kind == "randomized_response":
+        return RandomizedResponse(_number(d, "epsilon", where), integer(d, "k", where, low=2, default=2))
+    return BoundedRange(_number(d, "epsilon", where))
 
 
 def _number(
@@ -336,6 +427,8 @@ def from_dict(d: Any, where: str = "object"):
         return Gaussian(_number(d, "sigma", where), _number(d, "sensitivity", where, default=1.0))
     if kind == "laplace":
         return Laplace(_number(d, "scale", where), _number(d, "sensitivity", where, default=1.0))
+    if kind in ("discrete_gaussian", "discrete_laplace", "randomized_response", "bounded_range"):
+        return discrete_from_fields(kind, d, where)
     if kind == "dp":
         return DP(
             _number(d, "epsilon", where, low_open=False),
@@ -361,6 +454,11 @@ def from_dict(d: Any, where: str = "object"):
         inner = from_dict(d.get("inner"), f"{where} inner")
         if isinstance(inner, (Subsampled, Composed)):
             raise ObjectError(f"{where}: the inner mechanism of a subsampled object must be a single mechanism")
+        if isinstance(inner, DISCRETE):
+            raise ObjectError(
+                f"{where}: subsampling a {inner.to_dict()['type']} mechanism is not supported; "
+                "the inner mechanism must be gaussian, laplace or dp"
+            )
         return Subsampled(inner, _number(d, "rate", where, high=1.0), scheme, nb)
     parts = d.get("parts")
     if not isinstance(parts, list) or not parts:

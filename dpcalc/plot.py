@@ -124,6 +124,44 @@ CURVES: dict[str, Curves] = {
     "convert dp": _CONVERT,
     "convert zcdp": _CONVERT,
     "convert rdp": _CONVERT,
+    "convert discrete-gaussian": Curves(
+        (
+            Chart("beta", ("alpha", "sigma", "sensitivity"), kind="tradeoff"),
+            Chart("tpr", ("fpr", "sigma", "sensitivity"), kind="attack"),
+            Chart("epsilon", ("delta", "sigma", "sensitivity")),
+            Chart("delta", ("epsilon", "sigma", "sensitivity")),
+            Chart("rho", ("sigma", "sensitivity")),
+        ),
+        generated=("alpha", "fpr", "delta"),
+    ),
+    "convert discrete-laplace": Curves(
+        (
+            Chart("beta", ("alpha", "scale", "sensitivity"), kind="tradeoff"),
+            Chart("tpr", ("fpr", "scale", "sensitivity"), kind="attack"),
+            Chart("epsilon", ("delta", "scale", "sensitivity")),
+            Chart("delta", ("epsilon", "scale", "sensitivity")),
+        ),
+        generated=("alpha", "fpr", "delta"),
+    ),
+    "convert randomized-response": Curves(
+        (
+            Chart("beta", ("alpha", "epsilon0", "k"), kind="tradeoff"),
+            Chart("tpr", ("fpr", "epsilon0", "k"), kind="attack"),
+            Chart("epsilon", ("delta", "epsilon0", "k")),
+            Chart("delta", ("epsilon", "epsilon0", "k")),
+        ),
+        generated=("alpha", "fpr", "delta"),
+    ),
+    "convert bounded-range": Curves(
+        (
+            Chart("beta", ("alpha", "epsilon0"), kind="tradeoff"),
+            Chart("tpr", ("fpr", "epsilon0"), kind="attack"),
+            Chart("epsilon", ("delta", "epsilon0")),
+            Chart("delta", ("epsilon", "epsilon0")),
+            Chart("rho", ("epsilon0",)),
+        ),
+        generated=("alpha", "fpr", "delta"),
+    ),
     "compose dp": Curves(
         (Chart("epsilon", ("times", "epsilon_each", "delta_each", "delta_prime")),),
         columns_of={"epsilon": "epsilon_each", "delta": "delta_each"},
@@ -135,6 +173,14 @@ CURVES: dict[str, Curves] = {
     ),
     "compose zcdp": Curves((Chart("epsilon", ("times", "rho_each", "delta")),), columns_of={"rho": "rho_each"}),
     "compose mixed": Curves((Chart("epsilon", ("delta",)),)),
+    "compose discrete-gaussian": Curves((Chart("epsilon", ("times", "sigma", "delta", "sensitivity")),)),
+    "compose discrete-laplace": Curves((Chart("epsilon", ("times", "scale", "delta", "sensitivity")),)),
+    "compose randomized-response": Curves(
+        (Chart("epsilon", ("times", "epsilon_each", "delta", "k")),), columns_of={"epsilon": "epsilon_each"}
+    ),
+    "compose bounded-range": Curves(
+        (Chart("epsilon", ("times", "epsilon_each", "delta")),), columns_of={"epsilon": "epsilon_each"}
+    ),
     "amplify dp": Curves(
         (Chart("epsilon", ("rate", "epsilon_in", "delta_in")),),
         columns_of={"epsilon": "epsilon_in", "delta": "delta_in"},

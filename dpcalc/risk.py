@@ -28,7 +28,8 @@ class Case:
 
 def mechanisms(parts) -> list | None:
     """The PLD engine's mechanisms for accounting parts (:class:`dpcalc.accounting.Part`), or None when a part
-    has no PLD here (zCDP, RDP curves)."""
+    has no PLD here (zCDP, RDP curves). Discrete mechanisms map to their own directions
+    (:mod:`dpcalc.core.pld.discrete`); a discrete Gaussian whose σ is past its sums' range raises ValidationError."""
     from dpcalc.accounting import PLD_KINDS
     from dpcalc.core import pld
 
@@ -44,6 +45,14 @@ def mechanisms(parts) -> list | None:
             mechs.append((pld.subsampled_gaussian(p.rate, p.sigma), p.times))
         elif p.kind == "wgauss":
             mechs.append((pld.sampled_wor_gaussian(p.rate, p.sigma), p.times))
+        elif p.kind == "dgauss":
+            mechs.append((pld.discrete_gaussian(p.sigma, p.sensitivity), p.times))
+        elif p.kind == "dlaplace":
+            mechs.append((pld.discrete_laplace(p.scale, p.sensitivity), p.times))
+        elif p.kind == "rr":
+            mechs.append((pld.randomized_response(p.epsilon, p.k), p.times))
+        elif p.kind == "br":
+            mechs.append((pld.bounded_range(p.epsilon), p.times))
         elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
             sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
             mechs.append((sub(1.0 / p.scale, p.rate), p.times))

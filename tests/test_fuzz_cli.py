@@ -22,6 +22,14 @@ COMMANDS = {
     ("compose", "gdp"): ["--mu", "--times", "--delta", "--release"],
     ("compose", "zcdp"): ["--rho", "--times", "--delta", "--release"],
     ("compose", "mixed"): ["--gaussian", "--subsampled-gaussian", "--laplace", "--delta"],
+    ("compose", "discrete-gaussian"): ["--sigma", "--sensitivity", "--times", "--delta", "--accountant"],
+    ("compose", "discrete-laplace"): ["--scale", "--sensitivity", "--times", "--delta", "--accountant"],
+    ("compose", "randomized-response"): ["--epsilon", "--k", "--times", "--delta", "--accountant"],
+    ("compose", "bounded-range"): ["--epsilon", "--times", "--delta", "--accountant"],
+    ("convert", "discrete-gaussian"): ["--sigma", "--sensitivity", "--delta", "--epsilon", "--to", "--alpha", "--fpr"],
+    ("convert", "discrete-laplace"): ["--scale", "--sensitivity", "--delta", "--epsilon", "--to", "--alpha", "--fpr"],
+    ("convert", "randomized-response"): ["--epsilon0", "--k", "--delta", "--epsilon", "--to", "--alpha", "--fpr"],
+    ("convert", "bounded-range"): ["--epsilon0", "--delta", "--epsilon", "--to", "--alpha", "--fpr"],
     ("amplify", "dp"): ["--epsilon", "--delta", "--rate", "--scheme"],
     ("amplify", "gaussian"): ["--sigma", "--rate", "--steps", "--delta", "--orders"],
     ("group", "dp"): ["--epsilon", "--delta", "--size"],
@@ -83,6 +91,7 @@ NUMBERS = [
     "zcdp",
     "rdp",
     "all",
+    "pld",
     "gdp-clt",
     "poisson",
     "both",
@@ -134,6 +143,14 @@ EXTREMES = [
     "convert zcdp --rho 1e-300 --delta 1e-300",
     "convert dp --epsilon 1e3 --delta 1e-300 --to gdp",
     "convert rdp --orders 2 --values 0.1 --epsilon 1e3",
+    "compose discrete-gaussian --sigma 0.05 --times 1e9 --delta 1e-300",
+    "compose discrete-gaussian --sigma 1e5 --sensitivity 2147483647 --times 1e6 --delta 1e-300",
+    "compose randomized-response --epsilon 1e3 --k 2147483647 --times 1e9 --delta 1e-300",
+    "compose bounded-range --epsilon 1e-300 --times 1e9 --delta 1e-300",
+    "compose discrete-laplace --scale 1e-3 --sensitivity 1048575 --times 1e6 --delta 1e-300",
+    "convert discrete-gaussian --sigma 0.05 --epsilon 1e3",
+    "convert bounded-range --epsilon0 1e3 --delta 1e-300",
+    "convert randomized-response --epsilon0 1e-300 --k 2147483647 --epsilon 0",
 ]
 
 
@@ -169,6 +186,10 @@ PIPE_INPUTS = [
     '{"type": "subsampled", "rate": 1e-9, "inner": {"type": "gaussian", "sigma": 0.05}}',
     '{"type": "composed", "parts": [{"times": 1e9, "of": {"type": "laplace", "scale": 1e-5}}]}',
     '{"type": "subsampled", "rate": 0.5, "inner": {"type": "subsampled", "rate": 0.5, "inner": {"type": "gdp"}}}',
+    '{"type": "discrete_gaussian", "sigma": 1e300, "sensitivity": 3}',
+    '{"type": "discrete_laplace", "scale": 1e-300}',
+    '{"type": "randomized_response", "epsilon": 1e300, "k": 2147483647}',
+    '{"type": "composed", "parts": [{"times": 1e9, "of": {"type": "bounded_range", "epsilon": 1e-5}}]}',
 ]
 PIPE_ARGS = [
     "compose --delta 1e-5",

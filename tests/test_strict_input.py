@@ -36,6 +36,10 @@ simple = st.one_of(
     st.builds(lambda m: {"type": "gdp", "mu": m}, pos),
     st.builds(lambda r: {"type": "zcdp", "rho": r}, pos),
     st.builds(lambda o, v: {"type": "rdp", "orders": [o, o + 1], "values": [v, v * 2]}, st.floats(1.5, 64), pos),
+    st.builds(lambda s, d: {"type": "discrete_gaussian", "sigma": s, "sensitivity": d}, pos, st.integers(1, 2**31 - 1)),
+    st.builds(lambda s, d: {"type": "discrete_laplace", "scale": s, "sensitivity": d}, pos, st.integers(1, 2**20 - 1)),
+    st.builds(lambda e, k: {"type": "randomized_response", "epsilon": e, "k": k}, pos, st.integers(2, 2**31 - 1)),
+    st.builds(lambda e: {"type": "bounded_range", "epsilon": e}, pos),
 )
 sub = st.builds(
     lambda inner, q: {"type": "subsampled", "rate": q, "scheme": "poisson", "neighbours": "add-remove", "inner": inner},

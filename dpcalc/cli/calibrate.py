@@ -344,6 +344,13 @@ def _discrete_result(command, inputs, cols, rows, notes, objects=()):
     )
 
 
+def _dg_objects(rows):
+    """The discrete Gaussian privacy objects of calibrated rows (pipe into compose, convert, amplify)."""
+    from dpcalc.model import DiscreteGaussian
+
+    return [DiscreteGaussian(r["sigma"], r["sensitivity"]) for r in rows]
+
+
 @calibrate.command("discrete-gaussian", context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=POSITIVE, help="Target ε.")
 @grid_option("--delta", allowed=PROBABILITY, help="Target δ, in [1e-30, 1).")
@@ -389,7 +396,7 @@ def discrete_gaussian(epsilon, delta, rho, sensitivity, fmt, as_json):
         cols = [("rho", "ρ"), ("sensitivity", "Δ", "int"), ("sigma", "σ", "float", "up"),
                 ("std", "std dev"), ("rho_check", "ρ at σ", "float", "up")]  # fmt: skip
         result = _discrete_result(
-            "calibrate discrete-gaussian", dict(rho=rho, sensitivity=sensitivity), cols, rows, [note]
+            "calibrate discrete-gaussian", dict(rho=rho, sensitivity=sensitivity), cols, rows, [note], _dg_objects(rows)
         )
         return c.emit(result, fmt, as_json)
     require("epsilon", epsilon, "give --epsilon and --delta, or --rho")
@@ -419,7 +426,12 @@ def discrete_gaussian(epsilon, delta, rho, sensitivity, fmt, as_json):
     cols = [("epsilon", "ε"), ("delta", "δ"), ("sensitivity", "Δ", "int"), ("sigma", "σ", "float", "up"),
             ("std", "std dev"), ("rho", "ρ", "float", "up"), ("delta_check", "δ at σ", "float", "up")]  # fmt: skip
     result = _discrete_result(
-        "calibrate discrete-gaussian", dict(epsilon=epsilon, delta=delta, sensitivity=sensitivity), cols, rows, [note]
+        "calibrate discrete-gaussian",
+        dict(epsilon=epsilon, delta=delta, sensitivity=sensitivity),
+        cols,
+        rows,
+        [note],
+        _dg_objects(rows),
     )
     return c.emit(result, fmt, as_json)
 
@@ -437,6 +449,7 @@ def discrete_laplace(epsilon, sensitivity, fmt, as_json):
     """
     from dpcalc.cli import _common as c
     from dpcalc.core import discrete as d
+    from dpcalc.model import DiscreteLaplace
 
     m = c.mesh(epsilon=epsilon, sensitivity=sensitivity)
     t = d.dlaplace_scale_for_epsilon(m["epsilon"], m["sensitivity"])
@@ -458,7 +471,12 @@ def discrete_laplace(epsilon, sensitivity, fmt, as_json):
     notes = ["Discrete Laplace (two-sided geometric) noise on integers: P(x) ∝ e^{−|x|/t}; ε = Δ/t exactly."]
     return c.emit(
         _discrete_result(
-            "calibrate discrete-laplace", dict(epsilon=epsilon, sensitivity=sensitivity), cols, rows, notes
+            "calibrate discrete-laplace",
+            dict(epsilon=epsilon, sensitivity=sensitivity),
+            cols,
+            rows,
+            notes,
+            [DiscreteLaplace(r["scale"], r["sensitivity"]) for r in rows],
         ),
         fmt,
         as_json,
@@ -482,6 +500,7 @@ def randomized_response(epsilon, k, fmt, as_json):
     """
     from dpcalc.cli import _common as c
     from dpcalc.core import discrete as d
+    from dpcalc.model import RandomizedResponse
 
     m = c.mesh(epsilon=epsilon, k=k)
     keep = d.rr_keep_of(m["epsilon"], m["k"])
@@ -500,8 +519,10 @@ def randomized_response(epsilon, k, fmt, as_json):
     cols = [("epsilon", "ε"), ("k", "k", "int"), ("keep", "keep prob.", "float", "down"),
             ("epsilon_check", "ε at keep", "float", "up")]  # fmt: skip
     notes = ["keep is the probability of reporting the true category (rounded down: a smaller keep is more private)."]
-    return c.emit(_discrete_result("calibrate randomized-response", dict(epsilon=epsilon, k=k), cols, rows, notes),
-                  fmt, as_json)  # fmt: skip
+    # The object stores ε₀ at the (rounded-down) keep, rounded up: it can only overstate ε.
+    objects = [RandomizedResponse(r["epsilon_check"], r["k"]) for r in rows]
+    return c.emit(_discrete_result("calibrate randomized-response", dict(epsilon=epsilon, k=k), cols, rows, notes,
+                                   objects), fmt, as_json)  # fmt: skip
 
 
 @calibrate.command("bounded-range", context_settings=CONTEXT)
@@ -522,6 +543,7 @@ def bounded_range(epsilon, delta, rho, fmt, as_json):
     """
     from dpcalc.cli import _common as c
     from dpcalc.core import discrete as d
+    from dpcalc.model import BoundedRange
 
     exclusive(epsilon=epsilon, rho=rho)
     note = (
@@ -536,7 +558,10 @@ def bounded_range(epsilon, delta, rho, fmt, as_json):
         rows = [{"rho": c.f(m["rho"][i]), "epsilon0": c.f(e0[i]), "rho_check": c.f(d.br_rho_of(e0[i])),
                  "method": "zcdp-br", "bound": "upper"} for i in range(e0.size)]  # fmt: skip
         cols = [("rho", "ρ"), ("epsilon0", "ε₀", "float", "down"), ("rho_check", "ρ at ε₀", "float", "up")]
-        return c.emit(_discrete_result("calibrate bounded-range", dict(rho=rho), cols, rows, [note]), fmt, as_json)
+        objects = [BoundedRange(r["epsilon0"]) for r in rows]
+        return c.emit(
+            _discrete_result("calibrate bounded-range", dict(rho=rho), cols, rows, [note], objects), fmt, as_json
+        )
     require("epsilon", epsilon, "give --epsilon (and --delta), or --rho")
     import numpy as np
 
@@ -551,7 +576,14 @@ def bounded_range(epsilon, delta, rho, fmt, as_json):
     cols = [("epsilon", "ε"), ("delta", "δ"), ("epsilon0", "ε₀", "float", "down"),
             ("delta_check", "δ at ε₀", "float", "up")]  # fmt: skip
     return c.emit(
-        _discrete_result("calibrate bounded-range", dict(epsilon=epsilon, delta=delta), cols, rows, [note]),
+        _discrete_result(
+            "calibrate bounded-range",
+            dict(epsilon=epsilon, delta=delta),
+            cols,
+            rows,
+            [note],
+            [BoundedRange(r["epsilon0"]) for r in rows if r["epsilon0"] > 0],
+        ),
         fmt,
         as_json,
     )

@@ -452,6 +452,309 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
     )
 
 
+# ---------------------------------------------------------------------------------------------------- discrete
+
+_DG_SIGMA = Range(0.05, low_open=False)
+_INT_SENSITIVITY = Range(1, 2**31 - 1, low_open=False, high_open=False, integer=True)
+_DL_SENSITIVITY = Range(1, 2**20 - 1, low_open=False, high_open=False, integer=True)
+_RR_K = Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True)
+_d_delta = grid_option("--delta", allowed=PROBABILITY, help=f"δ at which to report ε [default: {DEFAULT_DELTAS}].")
+_d_epsilon = grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
+
+
+def _discrete_convert(command, inputs, grids, spec, delta, epsilon, target, alpha, fpr, fmt, as_json, notes=()):
+    """One discrete mechanism's readings (docs/discrete.md): δ at ε, ε at δ, ρ, or its trade-off/attack curve.
+
+    ``spec`` says what the mechanism is: ``echo(m)`` its input columns (one dict per mesh row) with their specs
+    ``cols``; ``delta_at(m, e)`` and ``epsilon_at(m, d)`` its exact closed forms (rounded up) under ``method``;
+    ``rho(m)`` its ρ-zCDP (None: no ρ reading) under ``rho_method`` with ``rho_bound``; ``obj(m, i)`` the
+    privacy object of row i (for the trade-off and attack readings, by privacy loss distributions).
+    """
+    import numpy as np
+
+    from dpcalc.cli.options import parse_grid
+
+    _refuse_for_target(target)
+    to = target or "dp"
+    if to == "gdp":
+        raise click.UsageError(
+            "--to gdp is not available for a discrete mechanism (it is not known to be μ-GDP); use dp, zcdp, "
+            "tradeoff or attack."
+        )
+    base = c.mesh(**grids)
+    echo = spec["echo"](base)
+    rows = []
+    if to in ("tradeoff", "attack"):
+        from dpcalc import risk
+        from dpcalc.accounting import flatten
+
+        cases = [
+            risk.case_of_parts(flatten(spec["obj"](base, i)), echo[i], "") for i in range(base[next(iter(grids))].size)
+        ]
+        points = (alpha or parse_grid(DEFAULT_ALPHAS)) if to == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
+        try:
+            rcols, rows, rnotes = risk.rows(cases, to, points)
+        except MemoryError:
+            names = ", ".join(f"'--{k.replace('_', '-')}'" for k in grids)
+            raise click.UsageError(
+                f"--to {to}: the privacy loss distribution of this mechanism does not fit in memory; use less "
+                f"extreme values of {names}."
+            ) from None
+        cols = spec["cols"] + [(k.key, k.label, k.kind, k.safe) for k in rcols]
+        return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=[*notes, *rnotes])
+    if to == "zcdp":
+        refuse_unused("with --to zcdp (ρ does not depend on them)", "delta", "epsilon")
+        if spec["rho"] is None:
+            raise click.UsageError(
+                "--to zcdp: this mechanism's ρ is that of its pure ε (ε²/2); use compose or --to dp instead."
+            )
+        rho = np.atleast_1d(spec["rho"](base))
+        for i in range(rho.size):
+            rows.append(dict(echo[i], rho=c.f(rho[i]), method=spec["rho_method"], bound=spec["rho_bound"]))
+        cols = spec["cols"] + [("rho", "ρ", "float", "up")]
+        return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=notes)
+    exclusive(delta=delta, epsilon=epsilon)
+    n = base[next(iter(grids))].size
+    if epsilon is not None:
+        m = c.mesh(i=tuple(range(n)), epsilon=epsilon)
+    else:
+        m = c.mesh(i=tuple(range(n)), delta=delta or parse_grid(DEFAULT_DELTAS))
+    idx = m["i"].astype(int)
+    sub = {k: v.take(idx) for k, v in base.items()}
+    with np.errstate(all="ignore"):
+        if epsilon is not None:
+            e = m["epsilon"]
+            d = np.atleast_1d(spec["delta_at"](sub, e))
+        else:
+            d = m["delta"]
+            e = np.atleast_1d(spec["epsilon_at"](sub, d))
+    for k in range(idx.size):
+        row = dict(echo[idx[k]])
+        dk, bound = c.delta_out(d[k], "exact") if epsilon is not None else (c.f(d[k]), "exact")
+        row.update(epsilon=c.f(e[k]), delta=dk, method=spec["method"], bound=bound)
+        rows.append(row)
+    if epsilon is not None:
+        cols = spec["cols"] + [("epsilon", "ε"), ("delta", "δ", "float", "up")]
+    else:
+        cols = spec["cols"] + [("delta", "δ"), ("epsilon", "ε", "float", "up")]
+    return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=notes)
+
+
+def _discrete_inputs(delta, epsilon, target, alpha, fpr, **mech):
+    return dict(mech, delta=delta, epsilon=epsilon, to=target, alpha=alpha, fpr=fpr)
+
+
+@convert.command("discrete-gaussian", context_settings=CONTEXT)
+@grid_option("--sigma", allowed=_DG_SIGMA, required=True, help="σ of the discrete Gaussian N_Z(0, σ²) (its parameter).")
+@grid_option("--sensitivity", allowed=_INT_SENSITIVITY, default="1", help="Integer sensitivity Δ of the query.")
+@_d_delta
+@_d_epsilon
+@_to_option(["dp", "zcdp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+@budget_option
+def discrete_gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """The privacy of a discrete Gaussian mechanism N_Z(0, σ²): exact δ(ε) and ε(δ), ρ = Δ²/(2σ²), f-DP.
+
+    δ(ε) is the exact sum of Canonne, Kamath & Steinke 2020 (Thm 7; the upper
+    end of a certified interval whose width is round-off), ε(δ) its inverse
+    rounded up; ρ-zCDP is exact (Thm 4). Trade-off and attack readings are
+    certified intervals by privacy loss distributions. No μ: the discrete
+    Gaussian is not known to be Δ/σ-GDP.
+
+    \b
+    Examples:
+      dpcalc convert discrete-gaussian --sigma 3 --delta 1e-6
+      dpcalc convert discrete-gaussian --sigma 3 --epsilon 1 --sensitivity 2
+    """
+    from dpcalc.core import discrete as d
+    from dpcalc.model import DiscreteGaussian
+
+    spec = {
+        "cols": [("sigma", "σ"), ("sensitivity", "Δ", "int")],
+        "echo": lambda m: [
+            {"sigma": c.f(m["sigma"][i]), "sensitivity": int(m["sensitivity"][i])} for i in range(m["sigma"].size)
+        ],
+        "delta_at": lambda m, e: d.dgauss_delta_at(m["sigma"], e, m["sensitivity"]),
+        "epsilon_at": lambda m, dl: d.dgauss_epsilon_at(m["sigma"], dl, m["sensitivity"]),
+        "method": "discrete-gaussian-cks",
+        "rho": lambda m: d.dgauss_rho_of(m["sigma"], m["sensitivity"]),
+        "rho_method": "zcdp-cks",
+        "rho_bound": "exact",
+        "obj": lambda m, i: DiscreteGaussian(float(m["sigma"][i]), int(m["sensitivity"][i])),
+    }
+    return _discrete_convert(
+        "convert discrete-gaussian",
+        _discrete_inputs(delta, epsilon, target, alpha, fpr, sigma=sigma, sensitivity=sensitivity),
+        dict(sigma=sigma, sensitivity=sensitivity),
+        spec,
+        delta,
+        epsilon,
+        target,
+        alpha,
+        fpr,
+        fmt,
+        as_json,
+        notes=["σ is the discrete Gaussian's parameter; its standard deviation is smaller."],
+    )
+
+
+@convert.command("discrete-laplace", context_settings=CONTEXT)
+@grid_option("--scale", allowed=POSITIVE, required=True, help="Scale t of the discrete Laplace, P(x) ∝ e^{−|x|/t}.")
+@grid_option("--sensitivity", allowed=_DL_SENSITIVITY, default="1", help="Integer sensitivity Δ of the query.")
+@_d_delta
+@_d_epsilon
+@_to_option(["dp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+@budget_option
+def discrete_laplace(scale, sensitivity, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """The privacy of a discrete Laplace (geometric) mechanism: pure ε = Δ/t, exact δ(ε) and ε(δ), f-DP.
+
+    \b
+    Example:
+      dpcalc convert discrete-laplace --scale 4 --sensitivity 2 --epsilon 0,0.25
+    """
+    from dpcalc.core import discrete as d
+    from dpcalc.model import DiscreteLaplace
+
+    spec = {
+        "cols": [("scale", "t"), ("sensitivity", "Δ", "int"), ("epsilon_pure", "ε (pure)", "float", "up")],
+        "echo": lambda m: [
+            {
+                "scale": c.f(m["scale"][i]),
+                "sensitivity": int(m["sensitivity"][i]),
+                "epsilon_pure": c.f(d.dlaplace_epsilon_of(m["scale"][i], m["sensitivity"][i])),
+            }
+            for i in range(m["scale"].size)
+        ],
+        "delta_at": lambda m, e: d.dlaplace_delta_at(m["scale"], e, m["sensitivity"]),
+        "epsilon_at": lambda m, dl: d.dlaplace_epsilon_at(m["scale"], dl, m["sensitivity"]),
+        "method": "discrete-laplace",
+        "rho": None,
+        "obj": lambda m, i: DiscreteLaplace(float(m["scale"][i]), int(m["sensitivity"][i])),
+    }
+    return _discrete_convert(
+        "convert discrete-laplace",
+        _discrete_inputs(delta, epsilon, target, alpha, fpr, scale=scale, sensitivity=sensitivity),
+        dict(scale=scale, sensitivity=sensitivity),
+        spec,
+        delta,
+        epsilon,
+        target,
+        alpha,
+        fpr,
+        fmt,
+        as_json,
+    )
+
+
+@convert.command("randomized-response", context_settings=CONTEXT)
+@grid_option("--epsilon0", allowed=POSITIVE, required=True, help="ε₀ of the randomized response (its pure ε).")
+@grid_option("--k", "k", allowed=_RR_K, default="2", help="Number of categories k (2: binary randomized response).")
+@_d_delta
+@_d_epsilon
+@_to_option(["dp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+@budget_option
+def randomized_response(epsilon0, k, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """The privacy of ε₀-DP k-ary randomized response: keep-probability, exact δ(ε) and ε(δ), f-DP.
+
+    \b
+    Example:
+      dpcalc convert randomized-response --epsilon0 1 --k 4 --delta 1e-3,1e-6
+    """
+    from dpcalc.core import discrete as d
+    from dpcalc.model import RandomizedResponse
+
+    spec = {
+        "cols": [("epsilon0", "ε₀"), ("k", "categories", "int"), ("keep", "keep prob.", "float", "down")],
+        "echo": lambda m: [
+            {
+                "epsilon0": c.f(m["epsilon0"][i]),
+                "k": int(m["k"][i]),
+                "keep": c.f(d.rr_keep_of(m["epsilon0"][i], m["k"][i])),
+            }
+            for i in range(m["k"].size)
+        ],
+        "delta_at": lambda m, e: d.rr_delta_at(m["epsilon0"], e, m["k"]),
+        "epsilon_at": lambda m, dl: d.rr_epsilon_at(m["epsilon0"], dl, m["k"]),
+        "method": "randomized-response",
+        "rho": None,
+        "obj": lambda m, i: RandomizedResponse(float(m["epsilon0"][i]), int(m["k"][i])),
+    }
+    return _discrete_convert(
+        "convert randomized-response",
+        _discrete_inputs(delta, epsilon, target, alpha, fpr, epsilon0=epsilon0, k=k),
+        dict(epsilon0=epsilon0, k=k),
+        spec,
+        delta,
+        epsilon,
+        target,
+        alpha,
+        fpr,
+        fmt,
+        as_json,
+    )
+
+
+@convert.command("bounded-range", context_settings=CONTEXT)
+@grid_option("--epsilon0", allowed=POSITIVE, required=True, help="ε₀ of the bounded-range mechanism.")
+@_d_delta
+@_d_epsilon
+@_to_option(["dp", "zcdp", "tradeoff", "attack"], "dp")
+@_alpha
+@_fpr
+@output_options
+@budget_option
+def bounded_range(epsilon0, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """The privacy of an ε₀-bounded-range mechanism (exponential mechanism, report-noisy-max with Gumbel noise).
+
+    δ(ε) and ε(δ) are exact for the bounded-range class (Dong, Durfee & Rogers
+    2020); ρ = ε₀²/8 (Cesar & Rogers 2021) is a sound, not tight, zCDP bound.
+
+    \b
+    Examples:
+      dpcalc convert bounded-range --epsilon0 1 --delta 1e-6
+      dpcalc convert bounded-range --epsilon0 1 --to zcdp
+    """
+    from dpcalc.core import discrete as d
+    from dpcalc.model import BoundedRange
+
+    spec = {
+        "cols": [("epsilon0", "ε₀")],
+        "echo": lambda m: [{"epsilon0": c.f(m["epsilon0"][i])} for i in range(m["epsilon0"].size)],
+        "delta_at": lambda m, e: d.br_delta_at(m["epsilon0"], e),
+        "epsilon_at": lambda m, dl: d.br_epsilon_at(m["epsilon0"], dl),
+        "method": "bounded-range-ddr",
+        "rho": lambda m: d.br_rho_of(m["epsilon0"]),
+        "rho_method": "zcdp-br",
+        "rho_bound": "upper",
+        "obj": lambda m, i: BoundedRange(float(m["epsilon0"][i])),
+    }
+    return _discrete_convert(
+        "convert bounded-range",
+        _discrete_inputs(delta, epsilon, target, alpha, fpr, epsilon0=epsilon0),
+        dict(epsilon0=epsilon0),
+        spec,
+        delta,
+        epsilon,
+        target,
+        alpha,
+        fpr,
+        fmt,
+        as_json,
+        notes=[
+            "The exponential mechanism calibrated to ε₀-DP (scores·ε₀/(2Δu), or ·ε₀/Δu for monotone scores) and "
+            "report-noisy-max with Gumbel noise are ε₀-bounded-range."
+        ],
+    )
+
+
 @convert.command("input", hidden=True, context_settings=CONTEXT)
 @input_option
 @grid_option("--delta", allowed=PROBABILITY, help="δ at which to report ε.")
@@ -470,7 +773,19 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
 def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
     """Convert the privacy objects read from stdin (or --input)."""
     from dpcalc.accounting import compose_parts, flatten
-    from dpcalc.model import DP, GDP, ZCDP, Column, Composed, Gaussian, Laplace, ObjectError, RDPCurve, Result
+    from dpcalc.model import (
+        DISCRETE,
+        DP,
+        GDP,
+        ZCDP,
+        Column,
+        Composed,
+        Gaussian,
+        Laplace,
+        ObjectError,
+        RDPCurve,
+        Result,
+    )
 
     ctx = click.get_current_context()
     _refuse_for_target(target)
@@ -488,6 +803,8 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                     ctx.invoke(gaussian, sigma=(obj.sigma,), sensitivity=(obj.sensitivity,), **curve)
                 elif isinstance(obj, GDP):
                     ctx.invoke(gdp, mu=(obj.mu,), **curve)
+                elif isinstance(obj, DISCRETE):
+                    _invoke_discrete(ctx, obj, delta, epsilon, target, alpha, fpr, fmt, as_json)
                 elif isinstance(obj, (DP, Laplace)):
                     e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
                     to = target or ("gdp" if d > 0 else "zcdp")
@@ -551,6 +868,26 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         )
                     )
     return c.emit(c.merge(results, "convert"), fmt, as_json)
+
+
+def _invoke_discrete(ctx, obj, delta, epsilon, target, alpha, fpr, fmt, as_json):
+    """A piped discrete mechanism read by its own convert command (the same rows as typing its parameters)."""
+    from dpcalc.model import BoundedRange, DiscreteGaussian, DiscreteLaplace
+
+    kw = dict(delta=delta, epsilon=epsilon, target=target, alpha=alpha, fpr=fpr, fmt=fmt, as_json=as_json)
+    if target == "zcdp" and not isinstance(obj, (DiscreteGaussian, BoundedRange)):
+        raise click.UsageError(
+            "--to zcdp is not available for this mechanism on its own (its ρ is that of its pure ε, ε²/2); "
+            "use --to dp, tradeoff or attack."
+        )
+    if isinstance(obj, DiscreteGaussian):
+        ctx.invoke(discrete_gaussian, sigma=(obj.sigma,), sensitivity=(obj.sensitivity,), **kw)
+    elif isinstance(obj, DiscreteLaplace):
+        ctx.invoke(discrete_laplace, scale=(obj.scale,), sensitivity=(obj.sensitivity,), **kw)
+    elif isinstance(obj, BoundedRange):
+        ctx.invoke(bounded_range, epsilon0=(obj.epsilon,), **kw)
+    else:
+        ctx.invoke(randomized_response, epsilon0=(obj.epsilon,), k=(obj.k,), **kw)
 
 
 def _risk_result(obj, where: str, target: str, alpha, fpr):

@@ -170,6 +170,8 @@ def node_edges(
     j1 = int(np.ceil(hi / h)) + 1
     if j1 - j0 > MAX_SPAN:
         raise MemoryError(f"a step's loss range spans {j1 - j0} grid cells (limit {MAX_SPAN})")
+    if max(abs(j0), abs(j1)) > 2**62:  # e.g. one atom at a loss of 1e300: its index does not fit an int64
+        raise MemoryError(f"a step's losses lie {max(abs(j0), abs(j1)):.3g} grid cells from 0 (limit 2^62)")
     if d.atoms is not None:
         if j1 - j0 + 1 > MAX_NODES:
             raise MemoryError(f"a step's atoms span {j1 - j0 + 1} grid points (limit {MAX_NODES})")

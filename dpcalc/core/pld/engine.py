@@ -513,6 +513,8 @@ def _epsilon(
             break
         except MemoryError:
             h_up = 2 * h_up
+    else:  # every grid tried for the upper end was too large: no claim (callers fall back to other engines)
+        raise MemoryError("no PLD grid fits the upper end")
 
     def dominant() -> list[int]:
         return sorted(set(np.argmax(up_dir, axis=0).tolist()))
