@@ -280,3 +280,18 @@ def test_plan_sgd_risk_target_none_and_range_end_are_said():
 def test_plan_sgd_risk_refusals(args, says):
     r = CliRunner().invoke(cli, ["plan-sgd", *args.split()])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+
+
+def test_readme_ledger_attack_reading_is_current(monkeypatch):
+    """The README's "What does my ε mean?" quotes the example ledger's attack reading (a pipe, so not a
+    console block): the total's loss distribution and the (ε, δ) figure alone, at FPR 0.01."""
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    r = _pipe("compose --ledger examples/privacy.toml", "convert --to attack --fpr 0.01 --json")
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    by = {r["method"]: r for r in rows}
+    tight, loose = by["pld-attack"]["tpr"], by["dp-attack"]["tpr"]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert f"max TPR {tight:.2g} at FPR 0.01" in readme and f"would allow {loose:.2g}" in readme
+    assert tight < loose
