@@ -212,6 +212,7 @@ def _risk_target(target_advantage, target_tpr, at_fpr, delta, sensitivity, metho
         target, label = m["target_tpr"], "tpr"
     with np.errstate(divide="ignore", over="ignore"):
         sig = np.nextafter(m["sensitivity"] / mu, np.inf)
+
     def check(sig):
         mu_at = m["sensitivity"] / sig
         return gdp.advantage(mu_at) if label == "advantage" else gdp.attack_tpr(mu_at, m["at_fpr"])
