@@ -151,7 +151,11 @@ def plan_sgd(
 
     Poisson sampling (add/remove neighbours) is the default; --sampling
     without-replacement accounts fixed-size batches under substitution
-    neighbours, by PLD of the subsampled trade-off C_q(G_{1/σ}).
+    neighbours, by PLD of the subsampled trade-off C_q(G_{1/σ}). --sampling
+    shuffle and balls-in-bins (each record in one batch per epoch),
+    --max-batch-size (capped Poisson batches) and --examples-per-user
+    (user-level ε) give each scheme's certified interval, each end with its
+    method; --users accounts user-level sampling over users.
 
     \b
     Examples:
@@ -161,6 +165,8 @@ def plan_sgd(
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 \\
                       --noise-multiplier 0.55 --sampling without-replacement
+      dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 \\
+                      --noise-multiplier 1.1 --sampling shuffle
     """
     import numpy as np
 
