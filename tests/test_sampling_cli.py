@@ -64,9 +64,14 @@ def test_one_batch_per_epoch_schemes_rows_and_exact_gdp_upper(scheme):
     # Never Poisson's number: the warning says so, and the upper end is far above it.
     assert any("not a bound for this scheme" in w for w in d["warnings"])
     assert row["epsilon"] > float(sgd.tight_interval(B / N, SIGMA, T, DELTA).upper[0])
-    # The object piped on is E Gaussian mechanisms (exactly √E/σ-GDP).
+    # The object piped on is a shuffled object: E Gaussian mechanisms (√E/σ-GDP), its scheme named.
     assert d["objects"] == [
-        {"type": "composed", "parts": [{"times": E, "of": {"type": "gaussian", "sigma": SIGMA, "sensitivity": 1.0}}]}
+        {
+            "type": "shuffled",
+            "scheme": scheme,
+            "epochs": E,
+            "inner": {"type": "gaussian", "sigma": SIGMA, "sensitivity": 1.0},
+        }
     ]
     assert any("substitution or zero-out" in n.lower() or "zero-out" in n for n in d["notes"])
 
@@ -94,8 +99,10 @@ def test_truncated_poisson_rows_and_core():
     assert (row["epsilon_lower"], row["epsilon"]) == (float(core.lower[0]), float(core.upper[0]))
     assert row["epsilon_lower"] <= row["epsilon"]
     assert any("For comparison, Poisson sampling without the cap" in n for n in d["notes"])
-    # The object is the upper end's (ε, δ) guarantee.
-    assert d["objects"] == [{"type": "dp", "epsilon": row["epsilon"], "delta": DELTA}]
+    # The object is T steps of a truncated-Poisson subsampled Gaussian.
+    step = d["objects"][0]["parts"][0]
+    assert step["times"] == T and step["of"]["scheme"] == "truncated-poisson"
+    assert (step["of"]["dataset_size"], step["of"]["max_batch_size"]) == (N, bmax)
     # A tighter cap can only cost privacy: the upper end grows as B_max falls.
     tighter, _ = one_row(f"plan-sgd {RUN} --max-batch-size {B}")
     assert tighter["epsilon"] >= row["epsilon"]
@@ -236,3 +243,156 @@ def test_grid_over_delta_shares_one_computation_and_stays_ordered():
     assert len(ups) == 2 and ups[1] > ups[0]
     for r in d["rows"]:
         assert r["epsilon_lower"] <= r["epsilon"]
+
+
+# --------------------------------------------------------------------------
+# Pipes and ledgers (item 4): a run under a scheme is an object compose accounts the same way
+# --------------------------------------------------------------------------
+
+
+def _compose(stdin: str, *extra: str) -> dict:
+    r = CliRunner().invoke(cli, ["compose", "--delta", str(DELTA), "--json", *extra], input=stdin)
+    assert r.exit_code == 0, (r.stderr, r.exception)
+    d = json.loads(r.stdout)
+    jsonschema.validate(d, SCHEMA)
+    return d
+
+
+@pytest.mark.parametrize("extra", ["--sampling shuffle", "--max-batch-size 70", "--examples-per-user 2"])
+def test_piped_run_composes_to_its_upper_end(extra):
+    r = run(f"plan-sgd {RUN} {extra} --json")
+    assert r.exit_code == 0
+    row = json.loads(r.stdout)["rows"][0]
+    total = [t for t in _compose(r.stdout)["rows"] if t.get("tightest")][0]
+    assert total["epsilon"] == row["epsilon"]
+    assert total["bound"] == "upper"  # never "exact": the scheme's true ε may be lower
+    if "max-batch-size" in extra:  # the dominating pair is not two datasets: no lower end is claimed
+        assert total.get("epsilon_lower") is None
+    if "examples-per-user" in extra:  # that pair is realisable: the lower end stands
+        assert total["epsilon_lower"] == row["epsilon_lower"]
+
+
+LEDGER_SHUFFLE = """
+[ledger]
+delta = 1e-5
+neighbours = "{nb}"
+
+[[release]]
+name = "shuffled run"
+mechanism = "gaussian"
+noise_multiplier = 1
+sampling = "{sampling}"
+{extra}
+"""
+
+
+def _ledger(tmp_path, text: str):
+    p = tmp_path / "l.toml"
+    p.write_text(text)
+    return CliRunner().invoke(cli, ["compose", "--ledger", str(p), "--json"])
+
+
+@pytest.mark.parametrize("scheme", ["shuffle", "balls-in-bins"])
+def test_ledger_holds_a_shuffled_run(tmp_path, scheme):
+    r = _ledger(tmp_path, LEDGER_SHUFFLE.format(nb="substitution", sampling=scheme, extra=f"epochs = {E}"))
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    entry = [x for x in d["rows"] if x["row"] == "entry"][0]
+    row, _ = one_row(f"plan-sgd {RUN} --sampling {scheme}")
+    assert entry["epsilon"] == row["epsilon"] and entry["bound"] == "upper"
+    assert f"{scheme} {E} epochs" in entry["mechanism"]
+
+
+LEDGER_PLD = """
+[ledger]
+delta = 1e-5
+
+[[release]]
+name = "run"
+mechanism = "gaussian"
+noise_multiplier = 1
+rate = {rate!r}
+times = {times}
+{extra}
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, flag",
+    [
+        ('sampling = "truncated-poisson"\ndataset_size = 6000\nmax_batch_size = 70', "--max-batch-size 70"),
+        ('sampling = "user-level"\nexamples_per_user = 2', "--examples-per-user 2"),
+    ],
+)
+def test_ledger_holds_capped_and_user_level_runs(tmp_path, extra, flag):
+    r = _ledger(tmp_path, LEDGER_PLD.format(rate=B / N, times=T, extra=extra))
+    assert r.exit_code == 0, r.stderr
+    entry = [x for x in json.loads(r.stdout)["rows"] if x["row"] == "entry"][0]
+    row, _ = one_row(f"plan-sgd {RUN} {flag}")
+    assert entry["epsilon"] == row["epsilon"]
+
+
+BAD_LEDGERS = [
+    # shuffled runs: substitution only, epochs required, no rate, no other scheme's fields
+    (LEDGER_SHUFFLE.format(nb="add-remove", sampling="shuffle", extra="epochs = 3"), "neighbours"),
+    (LEDGER_SHUFFLE.format(nb="substitution", sampling="shuffle", extra=""), "'epochs'"),
+    (LEDGER_SHUFFLE.format(nb="substitution", sampling="shuffle", extra="epochs = 3\nrate = 0.01"), "'rate'"),
+    (LEDGER_SHUFFLE.format(nb="substitution", sampling="shuffle", extra="epochs = 2.5"), "'epochs'"),
+    (LEDGER_SHUFFLE.format(nb="substitution", sampling="balls-in-bins", extra="epochs = 3\nexamples_per_user = 2"),
+     "'examples_per_user'"),
+    (LEDGER_SHUFFLE.format(nb="substitution", sampling="shufle", extra="epochs = 3"), "'sampling'"),
+    # capped and user-level runs: their own fields, required; nothing else's
+    (LEDGER_PLD.format(rate=0.01, times=10, extra='sampling = "truncated-poisson"\ndataset_size = 6000'),
+     "'max_batch_size'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra='sampling = "user-level"'), "'examples_per_user'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra='sampling = "user-level"\nexamples_per_user = 2\nmax_batch_size = 5'),
+     "'max_batch_size'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra="epochs = 3"), "'epochs'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra="max_batch_size = 3"), "'max_batch_size'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra='sampling = "user-level"\nexamples_per_user = 0'),
+     "'examples_per_user'"),
+    (LEDGER_PLD.format(rate=0.01, times=10, extra='sampling = "user-level"\nexamples_per_user = true'),
+     "'examples_per_user'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, names", BAD_LEDGERS)
+def test_ledger_scheme_fields_are_strict(tmp_path, text, names):
+    r = _ledger(tmp_path, text)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert names in r.stderr and "release 1" in r.stderr
+
+
+def _obj(**kw):
+    g = {"type": "gaussian", "sigma": 1.0, "sensitivity": 1.0}
+    return json.dumps({"type": "composed", "parts": [{"times": 10, "of": dict(kw, inner=g)}]})
+
+
+BAD_OBJECTS = [
+    (_obj(type="subsampled", rate=0.01, scheme="user-level"), "'examples_per_user'"),
+    (_obj(type="subsampled", rate=0.01, scheme="user-level", examples_per_user=2, dataset_size=5), "'dataset_size'"),
+    (_obj(type="subsampled", rate=0.01, scheme="truncated-poisson", dataset_size=100), "'max_batch_size'"),
+    (_obj(type="subsampled", rate=0.01, scheme="poisson", max_batch_size=5), "'max_batch_size'"),
+    (_obj(type="subsampled", rate=0.01, scheme="user-level", examples_per_user=2, neighbours="substitution"),
+     "add-remove"),
+    (_obj(type="subsampled", rate=0.01, scheme="user-level", examples_per_user=2.5), "'examples_per_user'"),
+    (_obj(type="shuffled", scheme="shuffle"), "'epochs'"),
+    (_obj(type="shuffled", scheme="shuffle", epochs=0), "'epochs'"),
+    (_obj(type="shuffled", scheme="poisson", epochs=3), "'scheme'"),
+    (_obj(type="shuffled", scheme="shuffle", epochs=3, rate=0.1), "'rate'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("doc_text, names", BAD_OBJECTS)
+def test_piped_scheme_objects_are_strict(doc_text, names):
+    r = CliRunner().invoke(cli, ["compose", "--delta", "1e-5"], input=doc_text)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
+    assert names in r.stderr
+
+
+def test_shuffled_inner_must_be_gaussian():
+    bad = json.dumps({"type": "shuffled", "scheme": "shuffle", "epochs": 3, "inner": {"type": "laplace", "scale": 1}})
+    r = CliRunner().invoke(cli, ["compose", "--delta", "1e-5"], input=bad)
+    assert r.exit_code == 2 and "gaussian" in r.stderr

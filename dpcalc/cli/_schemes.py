@@ -294,22 +294,37 @@ def scheme_name(r) -> str:
 
 
 def run_object(scheme: str, r, j: int, m: dict, q, total, i: int):
-    """The privacy object a run pipes on: a shuffled or balls-in-bins run is E Gaussian mechanisms on the
-    record (exactly its √E/σ-GDP upper end); a truncated-Poisson or user-level run its (ε, δ) upper end."""
-    from dpcalc.model import DP, Composed, Gaussian
+    """The privacy object a run pipes on (into compose, or as a ledger would hold it): a shuffled or
+    balls-in-bins run is a ``shuffled`` object (E Gaussian mechanisms on the record: its √E/σ-GDP upper end);
+    a truncated-Poisson or user-level run is T steps of a ``subsampled`` Gaussian with that scheme (accounted
+    by the PLD engine on the same pair as the upper end here)."""
+    from dpcalc.model import Composed, Gaussian, Shuffled, Subsampled
 
+    g = Gaussian(float(m["sigma"][i]), 1.0)
     if scheme in ONE_BATCH:
-        e = epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i])
-        return Composed(((Gaussian(float(m["sigma"][i]), 1.0), int(e)),))
-    return DP(float(r.upper[j]), float(m["delta"][i]))
+        return Shuffled(g, epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i]), scheme)
+    if scheme == "truncated-poisson":
+        step = Subsampled(
+            g,
+            float(q[i]),
+            scheme,
+            "add-remove",
+            dataset_size=int(m["dataset_size"][i]),
+            max_batch_size=int(m["max_batch_size"][i]),
+        )
+    else:
+        step = Subsampled(g, float(q[i]), scheme, "add-remove", examples_per_user=int(m["examples_per_user"][i]))
+    return Composed(((step, int(total[i])),))
 
 
 def closing_notes(scheme: str) -> list[str]:
     """What every answer under a scheme says about its two ends and the objects it pipes on."""
     obj = (
-        "the run's object (for compose) is E Gaussian mechanisms of noise multiplier σ — the √E/σ-GDP upper end"
+        "the run's object (for compose) is a shuffled object: E Gaussian mechanisms of noise multiplier σ, the "
+        "√E/σ-GDP upper end"
         if scheme in ONE_BATCH
-        else "the run's object (for compose) is the (ε, δ) guarantee of the upper end"
+        else f"the run's object (for compose) is T steps of a {scheme} subsampled Gaussian, accounted by PLD on "
+        "the same pair as the upper end"
     )
     return [
         "ε ≥ is a certified lower bound and ε a certified upper bound on the scheme's true ε; the two ends can come "
