@@ -396,3 +396,22 @@ def test_shuffled_inner_must_be_gaussian():
     bad = json.dumps({"type": "shuffled", "scheme": "shuffle", "epochs": 3, "inner": {"type": "laplace", "scale": 1}})
     r = CliRunner().invoke(cli, ["compose", "--delta", "1e-5"], input=bad)
     assert r.exit_code == 2 and "gaussian" in r.stderr
+
+
+def test_user_level_beyond_its_range_is_one_line_not_a_hang():
+    for args in (
+        f"plan-sgd {RUN} --examples-per-user 65",
+        f"plan-sgd {NB} --epochs 1 --noise-multiplier 0.5 --examples-per-user 20",
+    ):
+        r = run(args)
+        assert r.exit_code == 2 and r.stderr.startswith("Error: --examples-per-user") and r.stderr.count("\n") == 1
+
+
+def test_shuffle_with_more_batches_than_the_lower_end_handles_still_answers_the_upper_end():
+    row, d = one_row(
+        "plan-sgd --dataset-size 9007199254740992 --batch-size 1 --steps 5 --noise-multiplier 1 --delta 1e-12"
+        " --sampling shuffle"
+    )
+    assert row["epsilon_lower"] is None and row["lower_method"] is None
+    assert row["epsilon"] == float(exact.gaussian_interval(np.array([1.0]), np.array([1e-12]))[1][0])
+    assert any("no lower end" in n for n in d["notes"])

@@ -95,9 +95,26 @@ def interval(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta, **kw):
         if scheme == "truncated-poisson":
             return S.truncated_poisson_interval(int(n), float(b), int(bmax), float(sigma), int(steps), delta, **kw)
         if scheme == "user-level":
+            check_user_level(int(k_user), float(sigma))
             return S.user_level_interval(float(q), float(sigma), int(steps), int(k_user), delta, **kw)
         f = S.shuffle_interval if scheme == "shuffle" else S.balls_in_bins_interval
         return f(int(n), int(b), epochs_begun(steps, n, b), float(sigma), delta, **kw)
+
+
+#: User level is accounted for K up to this many examples per user, and K/σ up to USER_LEVEL_MAX_RATIO: the
+#: mixture's privacy loss spans about K/σ², and beyond these the engine takes more than about 15 s and 1 GB.
+USER_LEVEL_MAX_K = 64
+USER_LEVEL_MAX_RATIO = 32.0
+
+
+def check_user_level(k: int, sigma: float) -> None:
+    """ValueError where the user-level pair is beyond what dpcalc accounts in reasonable time and memory."""
+    if k > USER_LEVEL_MAX_K or k / sigma > USER_LEVEL_MAX_RATIO:
+        raise ValueError(
+            f"K = {k} examples per user at σ = {sigma:g} is beyond what dpcalc accounts at user level (K up to "
+            f"{USER_LEVEL_MAX_K} and K/σ up to {USER_LEVEL_MAX_RATIO:g}: the privacy loss distribution grows with "
+            "K/σ); for larger groups use group privacy (dpcalc group)"
+        )
 
 
 def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> float:
@@ -121,6 +138,7 @@ def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> f
                     qq, sigma, [n_ - 1, n_], bm
                 )  # fmt: skip
             else:
+                check_user_level(int(k_user), float(sigma))
                 pair = PS.user_level_gaussian(float(q), float(sigma), int(k_user))
             a = pld.epsilon([(pair, int(steps))], d, upper_only=True)
     except (ValueError, MemoryError, OverflowError, FloatingPointError):
@@ -233,8 +251,26 @@ def checked(scheme: str, args: dict, delta, kw=None):
             f"the privacy loss distribution of {option_of(scheme)} at these inputs does not fit in memory; use fewer "
             "steps or a larger --noise-multiplier."
         ) from None
-    except ValueError as e:
+    except (ValueError, OverflowError, FloatingPointError) as e:
+        if scheme in ONE_BATCH and "delta" not in str(e):
+            return _upper_only(scheme, args, delta)
         raise click.UsageError(f"{option_of(scheme)} cannot be accounted for these inputs: {e}.") from None
+
+
+def _upper_only(scheme: str, args: dict, delta):
+    """Shuffle / balls-in-bins where the max-statistic lower end cannot be computed (e.g. 10^15 batches per
+    epoch): the closed-form upper end alone, the lower end NaN (shown as none), a note saying so."""
+    from dpcalc.core.pld import exact
+    from dpcalc.core.sampling import SchemeInterval
+
+    d = np.atleast_1d(np.asarray(delta, float))
+    e = epochs_begun(args["steps"], args["n"], args["b"])
+    up = exact.gaussian_interval(np.full(d.shape, math.sqrt(e) / float(args["sigma"])), d)[1]
+    k = batches_per_epoch(args["n"], args["b"])
+    note = f"no lower end: the largest batch output over k = {k} batches per epoch could not be computed"
+    how = "shuffling" if scheme == "shuffle" else "random allocation"
+    notes = (f"upper: no amplification by {how}", note)
+    return SchemeInterval(np.full(d.shape, np.nan), up, METHOD[scheme], "upper", "none", np.ones(d.shape, bool), notes)
 
 
 def intervals(scheme: str, m: dict, q, total, kw) -> list:
@@ -270,7 +306,7 @@ def base_row(v: dict, m: dict, q, total, i: int) -> dict:
     }
 
 
-def interval_fields(r, j: int) -> dict:
+def interval_fields(r, j: int, scheme: str) -> dict:
     """A SchemeInterval's ends at δ index j, as row fields: ε ≥ (lower), ε (upper), each end's method."""
     up, lo = float(r.upper[j]), float(r.lower[j])
     return {
@@ -279,18 +315,9 @@ def interval_fields(r, j: int) -> dict:
         "epsilon_width": up - lo if np.isfinite(lo) else None,
         "method": r.method,
         "bound": r.bound,
-        "lower_method": r.lower_method,
-        "scheme": scheme_name(r),
+        "lower_method": r.lower_method if np.isfinite(lo) else None,
+        "scheme": scheme,
     }
-
-
-def scheme_name(r) -> str:
-    """The scheme a SchemeInterval answers (from its upper method)."""
-    return {
-        "pld-truncated-poisson": "truncated-poisson",
-        "pld": "truncated-poisson",  # B_max > N: the batch is never cut
-        "pld-user-level": "user-level",
-    }.get(r.method, "shuffle" if "shuffl" in " ".join(r.notes) else "balls-in-bins")
 
 
 def run_object(scheme: str, r, j: int, m: dict, q, total, i: int):
@@ -417,7 +444,10 @@ def refine_sigma(full, sigma: float, target: float, rtol: float, tries: int = 64
     else:
         return None
     for _ in range(tries):
-        rn = full(s / (1 + rtol))
+        try:
+            rn = full(s / (1 + rtol))
+        except click.UsageError:  # below what can be accounted: the answer stands, its next value unchecked
+            break
         if not float(rn.upper[0]) <= target:
             break
         s, r = s / (1 + rtol), rn

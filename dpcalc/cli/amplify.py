@@ -419,7 +419,7 @@ def _scheme_gaussian(v: dict) -> int:
             "examples_per_user": int(m["examples_per_user"][i]) if "examples_per_user" in m else None,
             "delta": c.f(m["delta"][i]),
         }
-        row.update(sch.interval_fields(r, j))
+        row.update(sch.interval_fields(r, j, kind))
         rows.append(row)
         notes += [x for x in r.notes if x not in notes]
         if not bool(r.met[j]):

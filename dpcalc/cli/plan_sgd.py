@@ -1023,7 +1023,7 @@ def _scheme_run(v: dict) -> int:
             )
         row = sch.base_row(v, m, q, total, i)
         row["epochs"] = float(ep_total[i])
-        row.update(sch.interval_fields(r, j))
+        row.update(sch.interval_fields(r, j, scheme))
         rows.append(row)
         notes += [x for x in r.notes if x not in notes]
         if not bool(r.met[j]):
@@ -1173,7 +1173,10 @@ def _scheme_inverse(v: dict) -> int:
                 continue
             s_ans, r_ans = found_pair
             s_next = s_ans / (1 + step)
-            r_next = full(s_next)
+            try:
+                r_next = full(s_next)
+            except click.UsageError:  # the next σ is beyond what dpcalc accounts for this scheme
+                r_next = None
             row["noise_multiplier"] = float(s_ans)
             row["checked_next"] = float(s_next)
         else:
@@ -1224,11 +1227,19 @@ def _scheme_inverse(v: dict) -> int:
                 if scheme in sch.ONE_BATCH:  # whole epochs of k batches: the last batch may be short
                     row["epochs"], row["epochs_fractional"] = float(t_ans // k), None
         up_next = float(r_next.upper[0]) if r_next is not None else math.inf
-        row.update(sch.interval_fields(r_ans, 0))
+        row.update(sch.interval_fields(r_ans, 0, scheme))
         row["epsilon_next"] = up_next if math.isfinite(up_next) else None
-        row["found"] = bool(up_next > target)
-        row["search"] = sgd.OPTIMAL if row["found"] else sgd.RANGE_END
-        if not row["found"]:
+        row["found"] = bool(r_next is not None and up_next > target)
+        if row["found"]:
+            row["search"] = sgd.OPTIMAL
+        elif r_next is None and solve == "noise-multiplier":
+            row["search"] = sgd.EDGE
+            warnings.append(
+                f"the target ε = {target:g} at δ = {d:g} is met, but dpcalc cannot account the next smaller σ under "
+                f"{opt}; the optimum may lie beyond, so found is no."
+            )
+        else:
+            row["search"] = sgd.RANGE_END
             warnings.append(
                 f"the target ε = {target:g} at δ = {d:g} is met at the end of the searched range (or the next value "
                 "could not be shown to miss it); found is no."
