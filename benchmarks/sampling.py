@@ -1,22 +1,29 @@
-"""Sampling schemes (issue 12): each scheme's certified interval on ε and its time, against Poisson.
+"""Sampling schemes (issue 12): each scheme's certified interval on ε and its time, through the CLI path.
 
-    PYTHONPATH=. python benchmarks/sampling.py [--no-peer]
+    PYTHONPATH=. python benchmarks/sampling.py [--no-peer] [--slow-peer] [--no-inverse]
 
-Settings: MNIST (N = 60,000, B = 256, 60 epochs, σ = 1.1, δ = 1e-5) and two others. Per setting:
-Poisson (the engine), truncated Poisson at B_max = ⌈1.1·B⌉ and B_max = B, shuffle, balls-in-bins,
-user level with K = 2 examples per user; dp-accounting 0.6.0's truncated-Poisson PLD (1e-4 grid)
-where it has the event.
+Settings: MNIST (N = 60,000, B = 256, 60 epochs, σ = 1.1, δ = 1e-5) and two others. Per setting, each
+row is one ``dpcalc plan-sgd ... --json`` run in-process (Click's runner: the command's whole path —
+parsing, the scheme's interval, notes, JSON — without interpreter start-up): Poisson (the default),
+truncated Poisson at B_max = ⌈1.1·B⌉ and B_max = B (``--max-batch-size``), ``--sampling shuffle``,
+``--sampling balls-in-bins``, and user level with K = 2 (``--examples-per-user 2``). Peers (test/benchmark
+extras, never runtime dependencies): dp-accounting 0.6.0's ``TruncatedSubsampledGaussianDpEvent`` (PLD,
+1e-4 grid) for truncated Poisson; its ``GaussianDpEvent`` composed E times (PLD) for the shuffle/
+balls-in-bins upper end; with ``--slow-peer`` its ``MixtureOfGaussiansDpEvent`` for user level (slow:
+7-60 s). With inverse rows (MNIST only): ``--target-epsilon`` solving σ per scheme, and its time.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import shlex
 import sys
 import time
 
-import numpy as np
+from click.testing import CliRunner
 
-from dpcalc.core import sampling as S
-from dpcalc.core import sgd
+from dpcalc.cli import cli
 
 SETTINGS = [
     ("MNIST", 60_000, 256, 60, 1.1, 1e-5),
@@ -25,51 +32,105 @@ SETTINGS = [
 ]
 
 
+def _cli(args: str):
+    t = time.perf_counter()
+    r = CliRunner().invoke(cli, shlex.split(args + " --json"))
+    dt = time.perf_counter() - t
+    if r.exit_code != 0:
+        raise SystemExit(f"dpcalc {args}: exit {r.exit_code}: {r.stderr}")
+    return json.loads(r.stdout), dt
+
+
 def _timed(f):
     t = time.perf_counter()
-    r = f()
-    return r, time.perf_counter() - t
+    v = f()
+    return v, time.perf_counter() - t
 
 
-def main(peer: bool = True) -> None:
+def _row(label, row, dt, peer=""):
+    lo = row.get("epsilon_lower")
+    lo_s = f"{lo:9.4f}" if lo is not None else f"{'–':>9s}"
+    lm = row.get("lower_method") or (row["method"] if lo is not None else "")
+    print(f"  {label:30s} {lo_s} {row['epsilon']:9.4f}  {row['method']:22s} {lm:18s} {dt:6.2f}s  {peer}")
+
+
+def main(peer: bool = True, slow_peer: bool = False, inverse: bool = True) -> None:
+    if peer:
+        import dp_accounting
+        from dp_accounting.dp_event import MixtureOfGaussiansDpEvent
+        from dp_accounting.pld import pld_privacy_accountant as P
     for name, n, b, epochs, sigma, delta in SETTINGS:
-        q = b / n
-        steps = int(np.ceil(epochs * n / b))
+        steps = math.ceil(epochs * n / b)
+        base = (
+            f"plan-sgd --dataset-size {n} --batch-size {b} --epochs {epochs} --noise-multiplier {sigma} --delta {delta}"
+        )
         print(f"\n{name}: N = {n}, B = {b}, {epochs} epochs (T = {steps}), σ = {sigma}, δ = {delta:g}")
-        print(f"  {'scheme':34s} {'lower':>9s} {'upper':>9s}  {'upper method':24s} {'lower method':20s} {'time':>7s}")
-        p, tp = _timed(lambda: sgd.tight_interval(q, sigma, steps, delta))
-        print(f"  {'poisson':34s} {p.lower[0]:9.4f} {p.upper[0]:9.4f}  {'pld':24s} {'pld':20s} {tp:6.2f}s")
-        rows = []
-        for bmax in (int(np.ceil(1.1 * b)), b):
-            rows.append(
-                (
-                    f"truncated-poisson B_max={bmax}",
-                    lambda bmax=bmax: S.truncated_poisson_interval(n, b, bmax, sigma, steps, delta),
-                )
-            )
-        rows.append(("shuffle", lambda: S.shuffle_interval(n, b, epochs, sigma, delta)))
-        rows.append(("balls-in-bins", lambda: S.balls_in_bins_interval(n, b, epochs, sigma, delta)))
-        rows.append(("user-level K=2", lambda: S.user_level_interval(q, sigma, steps, 2, delta)))
-        for label, f in rows:
-            r, t = _timed(f)
-            print(f"  {label:34s} {r.lower[0]:9.4f} {r.upper[0]:9.4f}  {r.method:24s} {r.lower_method:20s} {t:6.2f}s")
-        if peer:
-            import dp_accounting
-            from dp_accounting.pld import pld_privacy_accountant as P
-
-            for bmax in (int(np.ceil(1.1 * b)), b):
+        print(
+            f"  {'scheme (plan-sgd option)':30s} {'lower':>9s} {'upper':>9s}  {'upper method':22s} "
+            f"{'lower method':18s} {'time':>7s}  peer (ε, time)"
+        )
+        d, dt = _cli(base)
+        _row("poisson (default)", d["rows"][0], dt)
+        q = b / n
+        for bmax in (math.ceil(1.1 * b), b):
+            d, dt = _cli(f"{base} --max-batch-size {bmax}")
+            ptxt = ""
+            if peer:
 
                 def run(bmax=bmax):
                     acc = P.PLDAccountant(value_discretization_interval=1e-4)
                     acc.compose(dp_accounting.TruncatedSubsampledGaussianDpEvent(n, q, bmax, sigma), steps)
                     return acc.get_epsilon(delta)
 
-                e, t = _timed(run)
+                e, pt = _timed(run)
+                ptxt = f"dp-accounting truncated {e:.4f}, {pt:.2f}s"
+            _row(f"--max-batch-size {bmax}", d["rows"][0], dt, ptxt)
+        for scheme in ("shuffle", "balls-in-bins"):
+            d, dt = _cli(f"{base} --sampling {scheme}")
+            ptxt = ""
+            if peer:
+                e_begun = math.ceil(steps / math.ceil(n / b))
+
+                def run(e_begun=e_begun):
+                    acc = P.PLDAccountant(value_discretization_interval=1e-4)
+                    acc.compose(dp_accounting.GaussianDpEvent(sigma), e_begun)
+                    return acc.get_epsilon(delta)
+
+                e, pt = _timed(run)
+                ptxt = f"dp-accounting Gaussian×{e_begun} {e:.4f}, {pt:.2f}s"
+            _row(f"--sampling {scheme}", d["rows"][0], dt, ptxt)
+        d, dt = _cli(f"{base} --examples-per-user 2")
+        ptxt = ""
+        if peer and slow_peer:
+
+            def run():
+                acc = P.PLDAccountant(value_discretization_interval=1e-4)
+                acc.compose(
+                    MixtureOfGaussiansDpEvent(sigma, [0, 1, 2], [(1 - q) ** 2, 2 * q * (1 - q), q * q]),
+                    steps,
+                )
+                return acc.get_epsilon(delta)
+
+            e, pt = _timed(run)
+            ptxt = f"dp-accounting mixture {e:.4f}, {pt:.2f}s"
+        _row("--examples-per-user 2", d["rows"][0], dt, ptxt)
+        if inverse and name == "MNIST":
+            inv = f"plan-sgd --dataset-size {n} --batch-size {b} --epochs {epochs} --delta {delta}"
+            print("  inverse: --target-epsilon solving σ (ε at answer ≤ target, re-checked in full)")
+            for extra, target in (
+                ("", 3.0),
+                ("--max-batch-size 282", 6.0),
+                ("--sampling shuffle", 8.0),
+                ("--sampling balls-in-bins", 8.0),
+                ("--examples-per-user 2", 6.0),
+            ):
+                d, dt = _cli(f"{inv} --target-epsilon {target} {extra}")
+                r = d["rows"][0]
                 print(
-                    f"  {'dp-accounting truncated B_max=' + str(bmax):34s} {'':9s} {e:9.4f}  "
-                    f"{'(peer, 1e-4 grid)':24s} {'':20s} {t:6.2f}s"
+                    f"  {(extra or 'poisson') + f' ε={target:g}':30s} σ = {r['noise_multiplier']:.6g}, "
+                    f"ε at answer {r['epsilon']:.4f}, found {r['found']}  {dt:6.2f}s"
                 )
 
 
 if __name__ == "__main__":
-    main(peer="--no-peer" not in sys.argv)
+    main(peer="--no-peer" not in sys.argv, slow_peer="--slow-peer" in sys.argv, inverse="--no-inverse" not in sys.argv)

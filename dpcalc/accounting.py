@@ -33,6 +33,7 @@ from dpcalc.core import zcdp as _zcdp
 from dpcalc.core.amplification import subsample
 from dpcalc.model import (
     DP,
+    EPOCH_SCHEMES,
     GDP,
     ZCDP,
     BoundedRange,
@@ -44,6 +45,7 @@ from dpcalc.model import (
     ObjectError,
     RandomizedResponse,
     RDPCurve,
+    Shuffled,
     Subsampled,
 )
 
@@ -52,7 +54,8 @@ from dpcalc.model import (
 class Part:
     """One accounted part: a normalised object and how many times it runs."""
 
-    kind: str  # gauss | zcdp | pure | laplace | sgauss | wgauss | curve | dp | dgauss | dlaplace | rr | br
+    #: gauss | zcdp | pure | laplace | sgauss | wgauss | tgauss | ugauss | curve | dp | dgauss | dlaplace | rr | br
+    kind: str
     times: int
     mu: float = 0.0  # gauss: Δ/σ (also GDP μ)
     rho: float = 0.0  # zcdp
@@ -72,6 +75,10 @@ class Part:
     #: Number of values of a randomized-response part (rr: ε₀ in ``epsilon``; br: ε₀ in ``epsilon``, ρ = ε₀²/8
     #: in ``rho``).
     k: int = 2
+    #: tgauss (truncated Poisson): the dataset size N; ugauss (user level): the examples per user K.
+    size: int = 0
+    #: tgauss: the largest batch B_max.
+    cap: int = 0
 
 
 def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
@@ -111,8 +118,18 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         return [Part("dp", times, epsilon=obj.epsilon, delta=obj.delta)]
     if isinstance(obj, RDPCurve):
         return [Part("curve", times, orders=obj.orders, values=obj.values)]
+    if isinstance(obj, Shuffled):  # one batch per epoch: E Gaussian mechanisms on the record, no amplification
+        # The parts keep the scheme: their GDP total is exact for the Gaussians, an upper bound for the scheme.
+        return [dataclasses.replace(q, scheme=obj.scheme) for q in flatten(obj.inner, times * obj.epochs, where)]
     if isinstance(obj, Subsampled):
         inner = obj.inner
+        if obj.scheme == "truncated-poisson":
+            sig = inner.sigma / inner.sensitivity
+            return [Part("tgauss", times, rate=obj.rate, sigma=sig, size=obj.dataset_size, cap=obj.max_batch_size)]
+        if obj.scheme == "user-level":
+            return [
+                Part("ugauss", times, rate=obj.rate, sigma=inner.sigma / inner.sensitivity, size=obj.examples_per_user)
+            ]
         if isinstance(inner, Gaussian) and obj.scheme == "poisson":
             return [Part("sgauss", times, rate=obj.rate, sigma=inner.sigma / inner.sensitivity)]
         if isinstance(inner, Gaussian):
@@ -161,6 +178,8 @@ def _key(p: Part) -> tuple:
         p.scheme,
         p.sensitivity,
         p.k,
+        p.size,
+        p.cap,
     )
 
 
@@ -363,10 +382,11 @@ class Total:
 
 
 #: Part kinds the PLD engine can account for.
-PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "dp", "pure", "dgauss", "dlaplace", "rr", "br")
+PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "tgauss", "ugauss", "dp", "pure", "dgauss", "dlaplace", "rr", "br")
 
-#: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc).
-PLD_ONLY_KINDS = ("wgauss",)
+#: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without
+#: replacement, truncated Poisson, user level.
+PLD_ONLY_KINDS = ("wgauss", "tgauss", "ugauss")
 
 
 def pld_total(parts: list[Part], delta: float, width: float | None = None) -> Total | None:
@@ -405,14 +425,18 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=float(ans.lower[0]), met=bool(ans.met[0]))
+    # A truncated-Poisson part's pair dominates the scheme but is not the output of two datasets: the engine's
+    # lower end is that pair's, not a lower bound on the scheme's ε, so none is reported.
+    lower = None if any(p.kind == "tgauss" for p in parts) else float(ans.lower[0])
+    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
 
 def _no_pld_error() -> ObjectError:
     from dpcalc.core.pld import MIN_DELTA
 
     return ObjectError(
-        "a Gaussian sampled without replacement is accounted only by the PLD engine, which cannot answer "
+        "a Gaussian sampled without replacement, with capped batches (truncated-poisson) or at user level is "
+        "accounted only by the PLD engine, which cannot answer "
         f"here (it needs δ >= {MIN_DELTA:g} and a loss distribution that fits its grid)"
     )
 
@@ -453,7 +477,8 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
     if all(p.kind == "gauss" for p in rest):
         mu = _gauss_mu(rest)
         e = float(_gdp.epsilon(mu, d_rest))
-        totals.append(Total("gdp" + suffix, "exact" if not dp_parts else "upper", e + dp_eps, delta, mu=mu))
+        exact = not dp_parts and not any(p.scheme in EPOCH_SCHEMES for p in rest)
+        totals.append(Total("gdp" + suffix, "exact" if exact else "upper", e + dp_eps, delta, mu=mu))
     if all(p.kind in ZCDP_KINDS for p in rest):
         rho = _zcdp.sum_up([_rho(p) for p in rest])
         totals.append(
@@ -559,7 +584,8 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         mu = np.array([_gauss_mu([parts[i]]) for i in gauss])
         e = np.atleast_1d(_gdp.epsilon(mu, np.full(mu.shape, delta)))
         for i, m, x in zip(gauss, mu, e):
-            found[i].append(Total("gdp", "exact", float(x), delta, mu=float(m)))
+            bound = "upper" if parts[i].scheme in EPOCH_SCHEMES else "exact"
+            found[i].append(Total("gdp", bound, float(x), delta, mu=float(m)))
     for i in pick(DISCRETE_KINDS):
         t = _discrete_closed_form(parts[i], delta)
         if t is not None:

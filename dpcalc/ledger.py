@@ -16,7 +16,15 @@ Format (TOML; the JSON form has the same keys)::
     sensitivity = 1
     times = 365                 # default 1
     rate = 0.01                 # optional sampling rate
-    sampling = "poisson"        # poisson (default) | without-replacement
+    sampling = "poisson"        # poisson (default) | without-replacement | truncated-poisson | user-level
+                                # | shuffle | balls-in-bins (gaussian releases; see below)
+
+Sampling schemes of a DP-SGD run (gaussian releases, ``noise_multiplier`` or ``sigma``):
+``truncated-poisson`` needs ``rate``, ``dataset_size`` and ``max_batch_size`` (``times``: the steps);
+``user-level`` needs ``rate`` and ``examples_per_user``; both add-remove neighbours and accounted by the
+PLD engine. ``shuffle`` and ``balls-in-bins`` need ``epochs`` (each record in one batch per epoch; no
+``rate``: no amplification is assumed, so ``times`` counts whole runs) and a ledger with
+``neighbours = "substitution"``. A field another scheme needs is refused.
 
 Discrete mechanisms take the fields of their JSON objects: discrete_gaussian sigma and
 (integer) sensitivity; discrete_laplace scale and sensitivity; randomized_response epsilon
@@ -51,7 +59,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10: the tomli backpor
 
 from dpcalc.model import (
     DP,
+    EPOCH_SCHEMES,
     GDP,
+    SUBSAMPLED_SCHEMES,
     ZCDP,
     BoundedRange,
     DiscreteGaussian,
@@ -60,6 +70,7 @@ from dpcalc.model import (
     Laplace,
     ObjectError,
     RandomizedResponse,
+    Shuffled,
     Subsampled,
     _number,
     _text,
@@ -67,6 +78,7 @@ from dpcalc.model import (
     count,
     discrete_from_fields,
     integer,
+    scheme_fields,
 )
 
 MECHANISMS = {
@@ -81,7 +93,12 @@ MECHANISMS = {
     "bounded_range": {"epsilon"},
 }
 DISCRETE = ("discrete_gaussian", "discrete_laplace", "randomized_response", "bounded_range")
-COMMON = {"name", "mechanism", "times", "rate", "sampling", "note"}
+COMMON = {
+    "name", "mechanism", "times", "rate", "sampling", "note", "epochs", "dataset_size", "max_batch_size",
+    "examples_per_user",
+}  # fmt: skip
+#: Every sampling value a release may give.
+SAMPLINGS = SUBSAMPLED_SCHEMES + EPOCH_SCHEMES
 HEAD = {"name", "delta", "max_epsilon", "neighbours", "note"}
 
 
@@ -311,10 +328,29 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
         obj = GDP(_number(r, "mu", where, low_open=False))
     else:
         obj = ZCDP(_number(r, "rho", where, low_open=False))
-    if "rate" in r:
+    sampling = _text(r, "sampling", where, SAMPLINGS, default="poisson")
+    if sampling in EPOCH_SCHEMES or sampling in ("truncated-poisson", "user-level"):
+        if mech != "gaussian":
+            raise ObjectError(f"{where}: sampling {sampling!r} is accounted for gaussian releases only")
+    if "epochs" in r and sampling not in EPOCH_SCHEMES:
+        raise ObjectError(f"{where}: field 'epochs' goes with sampling 'shuffle' or 'balls-in-bins', not {sampling!r}")
+    if sampling in EPOCH_SCHEMES:
+        scheme_fields(r, sampling, where)  # refuses dataset_size, max_batch_size, examples_per_user
+        if "rate" in r:
+            raise ObjectError(
+                f"{where}: sampling {sampling!r} takes no 'rate' (no amplification is assumed: each record is in one "
+                "batch per epoch); give 'epochs'"
+            )
+        if neighbours != "substitution":
+            raise ObjectError(
+                f"{where}: {sampling} sampling is analysed with substitution (or zero-out) neighbours, but the ledger "
+                f"says neighbours = {neighbours!r} (dpcalc makes no claim for it under add/remove)"
+            )
+        obj = Shuffled(obj, count(r, "epochs", where, default=None), sampling)
+    elif "rate" in r:
         rate = _number(r, "rate", where, high=1.0)
-        sampling = _text(r, "sampling", where, ("poisson", "without-replacement"), default="poisson")
-        needed = "add-remove" if sampling == "poisson" else "substitution"
+        extra = scheme_fields(r, sampling, where)
+        needed = "substitution" if sampling == "without-replacement" else "add-remove"
         if needed != neighbours:
             raise ObjectError(
                 f"{where}: {sampling} sampling is analysed with {needed} neighbours, but the ledger says "
@@ -324,9 +360,11 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
             raise ObjectError(f"{where}: subsampling a {mech} guarantee is not supported; give the mechanism")
         if mech in DISCRETE:
             raise ObjectError(f"{where}: subsampling a {mech} mechanism is not supported; drop 'rate'")
-        obj = Subsampled(obj, rate, sampling, needed)
+        obj = Subsampled(obj, rate, sampling, needed, **extra)
     elif "sampling" in r:
         raise ObjectError(f"{where}: 'sampling' needs a 'rate'")
+    else:
+        scheme_fields(r, sampling, where)  # no scheme: its fields are refused
     return Entry(name, obj, times, path, i, isinstance(r.get("name"), str))
 
 
@@ -346,7 +384,16 @@ def _rr_of_keep(r: dict, where: str) -> RandomizedResponse:
 def describe(obj: Any) -> str:
     """A short human description of a ledger entry's mechanism."""
     if isinstance(obj, Subsampled):
-        return f"{describe(obj.inner)}, {obj.scheme} q={obj.rate:g}"
+        extra = (
+            f" N={obj.dataset_size} B_max={obj.max_batch_size}"
+            if obj.scheme == "truncated-poisson"
+            else f" K={obj.examples_per_user}"
+            if obj.scheme == "user-level"
+            else ""
+        )
+        return f"{describe(obj.inner)}, {obj.scheme} q={obj.rate:g}{extra}"
+    if isinstance(obj, Shuffled):
+        return f"{describe(obj.inner)}, {obj.scheme} {obj.epochs} epochs"
     if isinstance(obj, Gaussian):
         return f"gaussian σ={obj.sigma:g} Δ={obj.sensitivity:g}"
     if isinstance(obj, Laplace):

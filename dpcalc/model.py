@@ -138,23 +138,54 @@ class RDPCurve:
         return {"type": "rdp", "orders": list(self.orders), "values": list(self.values)}
 
 
+#: Sampling schemes of a subsampled object: Poisson, without replacement, and (for a Gaussian inner
+#: mechanism, add/remove neighbours) Poisson with batches capped at max_batch_size of dataset_size records
+#: (truncated-poisson), and Poisson sampling of the examples_per_user examples of one user (user-level).
+SUBSAMPLED_SCHEMES = ("poisson", "without-replacement", "truncated-poisson", "user-level")
+
+
 @dataclass(frozen=True)
 class Subsampled:
     """A mechanism run on a random subsample of the data."""
 
     inner: Any
     rate: float
-    scheme: str  # "poisson" or "without-replacement"
+    scheme: str  # one of SUBSAMPLED_SCHEMES
     neighbours: str  # "add-remove" or "substitution"
+    dataset_size: int | None = None  # truncated-poisson
+    max_batch_size: int | None = None  # truncated-poisson
+    examples_per_user: int | None = None  # user-level
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "type": "subsampled",
             "rate": self.rate,
             "scheme": self.scheme,
             "neighbours": self.neighbours,
             "inner": self.inner.to_dict(),
         }
+        for k in ("dataset_size", "max_batch_size", "examples_per_user"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        return d
+
+
+#: Schemes of a one-batch-per-epoch object: each record is in exactly one batch of each epoch.
+EPOCH_SCHEMES = ("shuffle", "balls-in-bins")
+
+
+@dataclass(frozen=True)
+class Shuffled:
+    """A Gaussian mechanism run for ``epochs`` epochs in which every record is in exactly one batch per epoch
+    (shuffled epochs, or balls-in-bins), under substitution or zero-out neighbours. Accounted without
+    amplification: exactly ``epochs`` Gaussian mechanisms on the record (√E·Δ/σ-GDP)."""
+
+    inner: Any
+    epochs: int
+    scheme: str  # one of EPOCH_SCHEMES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "shuffled", "scheme": self.scheme, "epochs": self.epochs, "inner": self.inner.to_dict()}
 
 
 @dataclass(frozen=True)
@@ -275,7 +306,8 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "gdp": ("mu",),
     "zcdp": ("rho",),
     "rdp": ("orders", "values"),
-    "subsampled": ("rate", "scheme", "neighbours", "inner"),
+    "subsampled": ("rate", "scheme", "neighbours", "inner", "dataset_size", "max_batch_size", "examples_per_user"),
+    "shuffled": ("scheme", "epochs", "inner"),
     "composed": ("parts",),
 }
 #: Largest exact count: integers above 2^53 cannot all be told apart once they pass through a float.
@@ -406,6 +438,18 @@ def _number(
     return v
 
 
+def scheme_fields(d: dict, scheme: str, where: str) -> dict[str, int]:
+    """The fields a sampling scheme needs (whole numbers >= 1), each required for its scheme and refused for
+    any other: dataset_size and max_batch_size (truncated-poisson), examples_per_user (user-level)."""
+    needs = {"truncated-poisson": ("dataset_size", "max_batch_size"), "user-level": ("examples_per_user",)}
+    own = needs.get(scheme, ())
+    for k in ("dataset_size", "max_batch_size", "examples_per_user"):
+        if k in d and k not in own:
+            goes = [s for s, ks in needs.items() if k in ks][0]
+            raise ObjectError(f"{where}: field '{k}' goes with sampling {goes!r}, not {scheme!r}")
+    return {k: count(d, k, where, default=None) for k in own}
+
+
 def from_dict(d: Any, where: str = "object"):
     """Build a privacy object from its ``to_dict`` form, validating every field.
 
@@ -448,18 +492,30 @@ def from_dict(d: Any, where: str = "object"):
         )
         return RDPCurve(o, v)
     if kind == "subsampled":
-        scheme = _text(d, "scheme", where, ("poisson", "without-replacement"), default="poisson")
-        default_nb = "add-remove" if scheme == "poisson" else "substitution"
+        scheme = _text(d, "scheme", where, SUBSAMPLED_SCHEMES, default="poisson")
+        default_nb = "substitution" if scheme == "without-replacement" else "add-remove"
         nb = _text(d, "neighbours", where, ("add-remove", "substitution"), default=default_nb)
         inner = from_dict(d.get("inner"), f"{where} inner")
-        if isinstance(inner, (Subsampled, Composed)):
+        if isinstance(inner, (Subsampled, Composed, Shuffled)):
             raise ObjectError(f"{where}: the inner mechanism of a subsampled object must be a single mechanism")
         if isinstance(inner, DISCRETE):
             raise ObjectError(
                 f"{where}: subsampling a {inner.to_dict()['type']} mechanism is not supported; "
                 "the inner mechanism must be gaussian, laplace or dp"
             )
-        return Subsampled(inner, _number(d, "rate", where, high=1.0), scheme, nb)
+        extra = scheme_fields(d, scheme, where)
+        if extra and not isinstance(inner, Gaussian):
+            raise ObjectError(f"{where}: {scheme} sampling is accounted for a Gaussian inner mechanism only")
+        if extra and nb != "add-remove":
+            raise ObjectError(f"{where}: {scheme} sampling is analysed with add-remove neighbours; got {nb!r}")
+        rate = _number(d, "rate", where, high=1.0)
+        return Subsampled(inner, rate, scheme, nb, **extra)
+    if kind == "shuffled":
+        scheme = _text(d, "scheme", where, EPOCH_SCHEMES)
+        inner = from_dict(d.get("inner"), f"{where} inner")
+        if not isinstance(inner, Gaussian):
+            raise ObjectError(f"{where}: the inner mechanism of a shuffled object must be a gaussian")
+        return Shuffled(inner, count(d, "epochs", where, default=None), scheme)
     parts = d.get("parts")
     if not isinstance(parts, list) or not parts:
         raise ObjectError(f"{where}: 'parts' must be a non-empty list")

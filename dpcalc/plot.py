@@ -186,7 +186,10 @@ CURVES: dict[str, Curves] = {
         columns_of={"epsilon": "epsilon_in", "delta": "delta_in"},
     ),
     "amplify gaussian": Curves(
-        (Chart("rdp", ("order", "sigma", "rate")), Chart("epsilon", ("steps", "rate", "sigma", "delta"))),
+        (
+            Chart("rdp", ("order", "sigma", "rate")),
+            Chart("epsilon", ("steps", "rate", "sigma", "delta", "max_batch_size", "examples_per_user")),
+        ),
         columns_of={"orders": "order"},
         families=_PLD,
     ),
@@ -206,7 +209,20 @@ CURVES: dict[str, Curves] = {
             Chart("steps", _SGD_INPUTS, needs=("target_epsilon",)),
             Chart("batch_size", _SGD_INPUTS, needs=("target_epsilon",)),
             # Forward: ε against training (--per-epoch) or against a grid of settings.
-            Chart("epsilon", ("epochs", "steps", "noise_multiplier", "batch_size", "rate", "dataset_size", "delta")),
+            Chart(
+                "epsilon",
+                (
+                    "epochs",
+                    "steps",
+                    "noise_multiplier",
+                    "batch_size",
+                    "rate",
+                    "dataset_size",
+                    "delta",
+                    "max_batch_size",
+                    "examples_per_user",
+                ),
+            ),  # fmt: skip
         ),
         families=_PLD,
     ),

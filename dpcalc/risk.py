@@ -53,12 +53,27 @@ def mechanisms(parts) -> list | None:
             mechs.append((pld.randomized_response(p.epsilon, p.k), p.times))
         elif p.kind == "br":
             mechs.append((pld.bounded_range(p.epsilon), p.times))
+        elif p.kind in ("tgauss", "ugauss"):
+            mechs.append((_scheme_directions(p), p.times))
         elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
             sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
             mechs.append((sub(1.0 / p.scale, p.rate), p.times))
         else:
             mechs.append((pld.dp(p.epsilon, p.delta), p.times))
     return mechs
+
+
+def _scheme_directions(p):
+    """The PLD directions of a truncated-Poisson (tgauss) or user-level (ugauss) step (docs/sampling.md): the
+    same pairs as plan-sgd's upper end; B_max > N is Poisson sampling (no batch is ever cut)."""
+    from dpcalc.core import pld
+    from dpcalc.core.pld import sampling as S
+
+    if p.kind == "ugauss":
+        return S.user_level_gaussian(p.rate, p.sigma, p.size)
+    if p.cap > p.size:
+        return pld.subsampled_gaussian(p.rate, p.sigma)
+    return S.truncated_poisson_gaussian(p.rate, p.sigma, [p.size - 1, p.size], p.cap)
 
 
 def case_of_parts(parts, base: dict, label: str) -> Case | None:

@@ -121,11 +121,25 @@ def dp(epsilon, delta, rate, scheme, fmt, as_json):
     "a fixed-size batch of m of n records, q = m/n, substitution neighbours (σ relative to the substitution "
     "sensitivity); accounted by PLD only.",
 )
+@grid_option(
+    "--max-batch-size",
+    allowed=COUNT,
+    help="Truncated Poisson sampling (with --scheme poisson and --dataset-size): batches of more than B_max "
+    "records are cut to B_max.",
+)
+@grid_option("--dataset-size", allowed=COUNT, help="Records N, for --max-batch-size (the expected batch is qN).")
+@grid_option(
+    "--examples-per-user",
+    allowed=COUNT,
+    help="User-level ε (with --scheme poisson): each user holds K examples, each sampled with probability q.",
+)
 @accountant_option
 @pld_width_option
 @output_options
 @budget_option
-def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json):
+def gaussian(
+    sigma, rate, steps, delta, orders, scheme, max_batch_size, dataset_size, examples_per_user, accountant, fmt, as_json
+):
     """A subsampled Gaussian: tight ε by PLD, RDP (sound) and the GDP CLT (approximate).
 
     PLD gives a certified interval on the tight ε. RDP of one Poisson step
@@ -148,10 +162,16 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
     """
     import numpy as np
 
+    from dpcalc.cli import _schemes as schemes_
     from dpcalc.core import gdp, sgd
     from dpcalc.core import rdp as r
     from dpcalc.model import Gaussian, RDPCurve, Subsampled
 
+    if max_batch_size is None and dataset_size is not None:
+        raise click.UsageError("--dataset-size goes with --max-batch-size (the batch cap needs N).")
+    kind = schemes_.scheme_of(scheme, max_batch_size, examples_per_user, via="--scheme")
+    if kind in schemes_.NEW_SCHEMES:
+        return _scheme_gaussian(locals())
     refuse_width_without_pld(accountant)
     schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
     if "without-replacement" in schemes and orders is None:
@@ -343,6 +363,102 @@ def gaussian(sigma, rate, steps, delta, orders, scheme, accountant, fmt, as_json
             "(pld, or the exact gdp / privacy-profile routes for q = 1 / T = 1)."
         ],
         tail=tail,
+    )
+
+
+def _scheme_gaussian(v: dict) -> int:
+    """amplify gaussian --max-batch-size / --examples-per-user: the scheme's certified interval per setting."""
+    import numpy as np
+
+    from dpcalc.cli import _schemes as sch
+    from dpcalc.core.pld import MIN_DELTA
+
+    kind = v["kind"]
+    opt = sch.option_of(kind)
+    if v["orders"] is not None:
+        raise click.UsageError(f"--orders lists per-step RDP of Poisson sampling; it cannot be used with {opt}.")
+    if v["accountant"] != "pld":
+        raise click.UsageError(
+            f"Invalid value for '--accountant': {v['accountant']} has no bound for {opt}; it is accounted by pld "
+            "(the default)."
+        )
+    if kind == "truncated-poisson" and v["dataset_size"] is None:
+        raise click.UsageError("--max-batch-size needs --dataset-size (the batch cap needs N; the batch is qN).")
+    if min(v["delta"]) < MIN_DELTA:
+        raise click.UsageError(
+            f"Invalid value for '--delta': {min(v['delta']):g} — with {opt} δ must be in [{MIN_DELTA:g}, 1)."
+        )
+    m = c.mesh(
+        sigma=v["sigma"],
+        rate=v["rate"],
+        steps=v["steps"],
+        dataset_size=v["dataset_size"],
+        max_batch_size=v["max_batch_size"],
+        examples_per_user=v["examples_per_user"],
+        delta=v["delta"],
+    )
+    q, total = m["rate"], m["steps"]
+    if "dataset_size" in m:
+        m["batch_size"] = q * m["dataset_size"]
+    results = sch.intervals(kind, m, q, total, c.pld_kw())
+    rows, objects, notes, warnings = [], [], [sch.first_note(kind)], []
+    for i in range(q.size):
+        r, j = results[i]
+        lab = sch.label(kind, m, q, total, i)
+        if not np.isfinite(r.upper[j]):
+            raise click.UsageError(
+                f"no certified bound for {lab}: the privacy loss is beyond what can be represented; use a larger "
+                "--sigma."
+            )
+        row = {
+            "sigma": c.f(m["sigma"][i]),
+            "rate": c.f(q[i]),
+            "steps": int(total[i]),
+            "dataset_size": int(m["dataset_size"][i]) if "dataset_size" in m else None,
+            "max_batch_size": int(m["max_batch_size"][i]) if "max_batch_size" in m else None,
+            "examples_per_user": int(m["examples_per_user"][i]) if "examples_per_user" in m else None,
+            "delta": c.f(m["delta"][i]),
+        }
+        row.update(sch.interval_fields(r, j, kind))
+        rows.append(row)
+        notes += [x for x in r.notes if x not in notes]
+        if not bool(r.met[j]):
+            warnings.append(f"the PLD engine did not reach the width asked for on {lab}; both ends are still certified")
+        objects.append(sch.run_object(kind, r, j, m, q, total, i))
+    notes += sch.closing_notes(kind)
+    cols = [
+        ("sigma", "σ"),
+        ("rate", "q"),
+        ("steps", "T", "int"),
+        ("dataset_size", "N", "int"),
+        ("max_batch_size", "B_max", "int"),
+        ("examples_per_user", "K", "int"),
+        ("delta", "δ"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
+        ("epsilon", "ε", "float", "up"),
+        ("lower_method", "lower method", "text"),
+        ("scheme", "scheme", "text"),
+    ]
+    cols = [col for col in cols if any(r_.get(col[0]) is not None for r_ in rows)]
+    return c.emit_rows(
+        "amplify gaussian",
+        c.echo_inputs(
+            sigma=v["sigma"],
+            rate=v["rate"],
+            steps=v["steps"],
+            delta=v["delta"],
+            scheme=v["scheme"],
+            dataset_size=v["dataset_size"],
+            max_batch_size=v["max_batch_size"],
+            examples_per_user=v["examples_per_user"],
+        ),
+        cols,
+        rows,
+        v["fmt"],
+        v["as_json"],
+        objects=objects,
+        warnings=warnings,
+        notes=notes,
     )
 
 

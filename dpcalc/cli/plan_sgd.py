@@ -64,11 +64,32 @@ ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
 )
 @click.option(
     "--sampling",
-    type=click.Choice(["poisson", "without-replacement"]),
+    type=click.Choice(["poisson", "without-replacement", "shuffle", "balls-in-bins"]),
     default="poisson",
     help="poisson (default): each record joins a batch with probability q, add/remove neighbours. "
     "without-replacement: fixed-size batches of B of N records, substitution neighbours, σ relative to the "
-    "substitution sensitivity (2C for gradients clipped to C); accounted by pld (and the approximate gdp-clt).",
+    "substitution sensitivity (2C for gradients clipped to C); accounted by pld (and the approximate gdp-clt). "
+    "shuffle: each epoch a random permutation cut into ⌈N/B⌉ batches; balls-in-bins: each record in one "
+    "uniformly chosen batch of the epoch. Both: substitution or zero-out neighbours, upper end √E/σ-GDP "
+    "(no amplification assumed), certified lower end beside it.",
+)
+@grid_option(
+    "--max-batch-size",
+    allowed=COUNT,
+    help="Truncated Poisson sampling: batches of more than B_max records are cut to B_max (with "
+    "--sampling poisson; needs --dataset-size and --batch-size).",
+)
+@grid_option(
+    "--examples-per-user",
+    allowed=COUNT,
+    help="User-level ε with example-level Poisson sampling: every user holds K examples, each sampled with "
+    "probability q (add/remove of a user).",
+)
+@grid_option(
+    "--users",
+    allowed=COUNT,
+    help="User-level sampling: U users, batches of --batch-size users, each user's summed contribution "
+    "clipped; standard accounting over users with q = B/U (instead of --dataset-size).",
 )
 @click.option("--per-epoch", is_flag=True, help="One row per epoch (or per step count): the ε curve of training.")
 @click.option(
@@ -106,6 +127,9 @@ def plan_sgd(
     solve,
     accountant,
     sampling,
+    max_batch_size,
+    examples_per_user,
+    users,
     per_epoch,
     to,
     alpha,
@@ -128,7 +152,11 @@ def plan_sgd(
 
     Poisson sampling (add/remove neighbours) is the default; --sampling
     without-replacement accounts fixed-size batches under substitution
-    neighbours, by PLD of the subsampled trade-off C_q(G_{1/σ}).
+    neighbours, by PLD of the subsampled trade-off C_q(G_{1/σ}). --sampling
+    shuffle and balls-in-bins (each record in one batch per epoch),
+    --max-batch-size (capped Poisson batches) and --examples-per-user
+    (user-level ε) give each scheme's certified interval, each end with its
+    method; --users accounts user-level sampling over users.
 
     \b
     Examples:
@@ -138,23 +166,33 @@ def plan_sgd(
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --noise-multiplier 1.1 --target-epsilon 3
       dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 \\
                       --noise-multiplier 0.55 --sampling without-replacement
+      dpcalc plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 \\
+                      --noise-multiplier 1.1 --sampling shuffle
     """
     import numpy as np
 
     from dpcalc.cli import _common as c
+    from dpcalc.cli import _schemes as sch
     from dpcalc.core import sgd
     from dpcalc.model import Column, Composed, Gaussian, Result, Subsampled
 
     exclusive(batch_size=batch_size, rate=rate)
     exclusive(epochs=epochs, steps=steps)
+    exclusive(dataset_size=dataset_size, users=users)
+    if users is not None and examples_per_user is not None:
+        raise click.UsageError(
+            "--users (sampling users) and --examples-per-user (sampling examples) cannot be combined: with user "
+            "sampling the unit is the user and --examples-per-user does not apply."
+        )
+    scheme = sch.scheme_of(sampling, max_batch_size, examples_per_user)
     warnings: list[str] = []
     poisson = sampling == "poisson"
-    notes: list[str] = [
-        "Poisson sampling, add/remove neighbours; σ is the noise multiplier (sensitivity 1)."
-        if poisson
-        else "Sampling B of N without replacement, substitution neighbours (Dong, Roth & Su 2022, Thm 4.2); σ is "
-        "the noise std over the substitution sensitivity (for a sum of gradients clipped to C that is 2C)."
-    ]
+    notes: list[str] = [sch.first_note(scheme)]
+    if scheme == "poisson":
+        notes.append(sch.POISSON_ASSUMED)
+    if users is not None:
+        dataset_size = users
+        notes.append(sch.USERS_NOTE)
 
     if dataset_size is None:
         if batch_size is not None:
@@ -184,9 +222,9 @@ def plan_sgd(
                 "a δ; choose δ well below 1/N."
             )
 
-    if not poisson:
+    if scheme == "without-replacement":
         c.check_wor_delta(delta, "--sampling without-replacement")
-    if accountant == "rdp" and not poisson:
+    if accountant == "rdp" and scheme == "without-replacement":
         raise click.UsageError(
             "Invalid value for '--accountant': rdp has no bound for --sampling without-replacement "
             "(use pld, gdp-clt or all)."
@@ -198,7 +236,7 @@ def plan_sgd(
     else:
         engines = [accountant]
     inputs = c.echo_inputs(
-        dataset_size=dataset_size,
+        dataset_size=dataset_size if users is None else None,
         batch_size=batch_size,
         rate=rate,
         epochs=epochs,
@@ -209,7 +247,10 @@ def plan_sgd(
         solve=solve,
         accountant=accountant or "pld",
         sampling=sampling,
+        users=users,
     )
+    if scheme in sch.NEW_SCHEMES:
+        return _scheme_run(locals())
 
     refuse_width_without_pld(accountant)
     if target_advantage is not None or target_tpr is not None or at_fpr is not None:
@@ -993,5 +1034,343 @@ def _risk_inverse(v: dict) -> int:
         rows=tuple(rows),
         warnings=tuple(list(v["warnings"]) + warnings),
         notes=tuple([n for n in v["notes"] if not n.startswith("δ was not given")] + [note]),
+    )
+    return c.emit(result, v["fmt"], v["as_json"])
+
+
+def _scheme_run(v: dict) -> int:
+    """plan-sgd under the schemes of issue 12 (--sampling shuffle|balls-in-bins, --max-batch-size,
+    --examples-per-user): each row the scheme's certified interval, each end with its method."""
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.cli import _schemes as sch
+    from dpcalc.core import sgd
+    from dpcalc.core.pld import MIN_DELTA
+    from dpcalc.render import format_number
+
+    scheme = v["scheme"]
+    opt = sch.option_of(scheme)
+    dataset_size, batch_size, rate = v["dataset_size"], v["batch_size"], v["rate"]
+    if v["accountant"] not in (None, "pld"):
+        raise click.UsageError(
+            f"Invalid value for '--accountant': {v['accountant']} has no bound for {opt}; it is accounted by pld "
+            "(the default)."
+        )
+    if v["to"] != "epsilon" or any(v[k] is not None for k in ("target_advantage", "target_tpr", "at_fpr")):
+        raise click.UsageError(
+            f"--to tradeoff/attack and attack-risk targets are available for Poisson and without-replacement "
+            f"sampling; {opt} answers ε at δ (and --target-epsilon)."
+        )
+    refuse_unused(f"with {opt} (it answers ε at δ)", "alpha", "fpr")
+    refuse_unused(f"with {opt} (one row per run: give the epochs of each row you want as a grid)", "per_epoch")
+    if scheme != "user-level" and (dataset_size is None or batch_size is None):
+        raise click.UsageError(
+            f"{opt} needs --dataset-size and --batch-size (the batches are made from N records; --rate alone does "
+            "not say how)."
+        )
+    if min(v["delta"]) < MIN_DELTA:
+        raise click.UsageError(
+            f"Invalid value for '--delta': {min(v['delta']):g} — with {opt} δ must be in [{MIN_DELTA:g}, 1) "
+            f"(the PLD engine answers from {MIN_DELTA:g})."
+        )
+    if v["target_epsilon"] is not None:
+        refuse_unused("with --target-epsilon (an inverse search answers one row per setting)", "pld_width")
+        return _scheme_inverse(v)
+    refuse_unused("without --target-epsilon (it names what an inverse search solves for)", "solve")
+    sigma, epochs, steps = v["sigma"], v["epochs"], v["steps"]
+    missing = [
+        name
+        for name, x in (
+            ("--noise-multiplier", sigma),
+            ("--batch-size or --rate", batch_size or rate),
+            ("--epochs or --steps", epochs or steps),
+        )
+        if x is None
+    ]
+    if missing:
+        raise click.UsageError(f"Missing option {missing[0]} (or give --target-epsilon to solve for it).")
+    m = c.mesh(
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        rate=rate,
+        epochs=epochs,
+        steps=steps,
+        sigma=sigma,
+        max_batch_size=v["max_batch_size"],
+        examples_per_user=v["examples_per_user"],
+        delta=None if v["delta_defaulted"] else v["delta"],
+    )
+    n_pts = next(iter(m.values())).size
+    if v["delta_defaulted"]:
+        m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
+    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
+    total = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+    ep_total = m["epochs"] if epochs is not None else total * q
+    rows, objects, notes, warnings = [], [], list(v["notes"]), list(v["warnings"])
+    results = sch.intervals(scheme, m, q, total, c.pld_kw())
+    compared: set = set()
+    for i in range(n_pts):
+        r, j = results[i]
+        up = float(r.upper[j])
+        label = sch.label(scheme, m, q, total, i)
+        if not np.isfinite(up):
+            raise click.UsageError(
+                f"no certified bound for {label}: the privacy loss is beyond what can be represented; use a larger "
+                "--noise-multiplier."
+            )
+        row = sch.base_row(v, m, q, total, i)
+        row["epochs"] = float(ep_total[i])
+        row.update(sch.interval_fields(r, j, scheme))
+        rows.append(row)
+        notes += [x for x in r.notes if x not in notes]
+        if not bool(r.met[j]):
+            warnings.append(
+                f"the PLD engine did not reach the width asked for on the constructions of {label}; both ends are "
+                "still certified bounds."
+            )
+        objects.append(sch.run_object(scheme, r, j, m, q, total, i))
+        key = (float(q[i]), float(m["sigma"][i]), int(total[i]), float(m["delta"][i]))
+        if scheme == "truncated-poisson" and len(compared) < 3 and key not in compared:
+            compared.add(key)
+            t = sgd.tight_interval(q[i], m["sigma"][i], total[i], m["delta"][i], "poisson")
+            if np.isfinite(t.upper[0]):
+                notes.append(
+                    f"For comparison, Poisson sampling without the cap (q={q[i]:g}, σ={m['sigma'][i]:g}, "
+                    f"T={int(total[i])}, δ={m['delta'][i]:g}): ε ∈ [{format_number(float(t.lower[0]), 'down')}, "
+                    f"{format_number(float(t.upper[0]), 'up')}] (pld) — not a bound for capped batches."
+                )
+    notes += sch.closing_notes(scheme)
+    warnings += sch.warnings_for(scheme)
+    from dpcalc.model import Result
+
+    result = Result(
+        "plan-sgd",
+        _scheme_inputs(v),
+        tuple(sch.columns(rows, inverse=False)),
+        tuple(rows),
+        tuple(dict.fromkeys(warnings)),
+        tuple(objects),
+        tuple(notes),
+    )
+    return c.emit(result, v["fmt"], v["as_json"])
+
+
+def _scheme_inputs(v: dict) -> dict:
+    """The inputs as understood, with the scheme's own options."""
+    from dpcalc.cli import _common as c
+
+    return dict(
+        v["inputs"],
+        **c.echo_inputs(max_batch_size=v["max_batch_size"], examples_per_user=v["examples_per_user"]),
+    )
+
+
+def _scheme_inverse(v: dict) -> int:
+    """plan-sgd --target-epsilon under a scheme of issue 12: the smallest σ or the most steps whose certified
+    upper end meets the target. The search runs on the scheme's upper bound (shuffle and balls-in-bins: the
+    closed-form √E/σ-GDP; truncated Poisson and user level: the engine's upper end on its starting grid);
+    the answer and the next value toward more loss are then re-checked by the full certified computation."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.cli import _common as c
+    from dpcalc.cli import _schemes as sch
+    from dpcalc.core import sgd
+    from dpcalc.model import Result
+
+    scheme = v["scheme"]
+    opt = sch.option_of(scheme)
+    dataset_size, batch_size, rate, epochs, steps, sigma = (
+        v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
+    )
+    solve = v["solve"]
+    if solve == "auto":
+        missing = [
+            name
+            for name, val in (
+                ("noise-multiplier", sigma),
+                ("epochs", epochs or steps),
+                ("batch-size", batch_size or rate),
+            )
+            if val is None
+        ]
+        if len(missing) != 1:
+            raise click.UsageError(
+                "With --target-epsilon leave out exactly one of --noise-multiplier, --epochs/--steps, "
+                "--batch-size/--rate (or say which with --solve)."
+                if missing
+                else "With --target-epsilon, leave out the option to solve for (or use --solve)."
+            )
+        solve = missing[0]
+    if solve == "batch-size":
+        raise click.UsageError(
+            f"--solve batch-size is not available with {opt}: solve the noise multiplier or the epochs "
+            "(give --batch-size)."
+        )
+    if solve == "noise-multiplier":
+        require("epochs", epochs or steps, "or --steps")
+        if sigma is not None:
+            raise click.UsageError("--noise-multiplier is what --solve noise-multiplier finds; leave it out.")
+    else:
+        require("noise-multiplier", sigma)
+        if epochs is not None or steps is not None:
+            raise click.UsageError("--epochs/--steps is what --solve epochs finds; leave it out.")
+    require("batch-size", batch_size or rate, "or --rate")
+    m = c.mesh(
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        rate=rate,
+        epochs=epochs,
+        steps=steps,
+        sigma=sigma,
+        max_batch_size=v["max_batch_size"],
+        examples_per_user=v["examples_per_user"],
+        target=v["target_epsilon"],
+        delta=None if v["delta_defaulted"] else v["delta"],
+    )
+    n = m["target"].size
+    if v["delta_defaulted"]:
+        m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
+    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
+    total = None
+    if solve == "noise-multiplier":
+        total = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+    rtol = 1e-3
+    rows, warnings, notes = [], list(v["warnings"]), list(v["notes"])
+    for i in range(n):
+        target, d = float(m["target"][i]), float(m["delta"][i])
+        row = sch.base_row(v, m, q, total, i)
+        row["target_epsilon"] = c.f(target)
+        if solve == "noise-multiplier":
+            row["epochs"] = c.f(m["epochs"][i]) if epochs is not None else None
+
+            def full(s, i=i):
+                return sch.checked(scheme, sch._args(m, q, total, i, sigma=s), np.array([d]))
+
+            if scheme in sch.ONE_BATCH:
+                e = sch.epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i])
+                s0 = sch.solve_sigma_gdp(e, d, target)
+                found_pair = None if not math.isfinite(s0) else sch.nudge_up(full, s0, target)
+                step = 1e-6
+            else:
+
+                def meets(s, i=i):
+                    args = sch._args(m, q, total, i, sigma=s)
+                    return sch.quick_upper(scheme, **args, delta=d) <= target
+
+                br = sch.bisect_sigma(meets, 0.5, 1.0, rtol)
+                found_pair = None if br is None else sch.refine_sigma(full, br[0], target, rtol)
+                step = rtol
+            if found_pair is None:
+                row.update(noise_multiplier=None, found=False, search=sgd.NONE)
+                row.update(method=sch.METHOD[scheme], bound="upper")
+                warnings.append(f"no noise multiplier up to 1e12 meets ε = {target:g} at δ = {d:g}.")
+                rows.append(row)
+                continue
+            s_ans, r_ans = found_pair
+            s_next = s_ans / (1 + step)
+            try:
+                r_next = full(s_next)
+            except click.UsageError:  # the next σ is beyond what dpcalc accounts for this scheme
+                r_next = None
+            row["noise_multiplier"] = float(s_ans)
+            row["checked_next"] = float(s_next)
+        else:
+            cap = int(sgd.MAX_STEPS)
+
+            def full(t, i=i):
+                return sch.checked(scheme, sch._args(m, q, None, i, steps=t), np.array([d]))
+
+            if scheme in sch.ONE_BATCH:
+                k = sch.batches_per_epoch(m["dataset_size"][i], m["batch_size"][i])
+                ans = sch.solve_epochs_gdp(lambda e, k=k: float(full(e * k).upper[0]), float(m["sigma"][i]), d, target)
+                if ans is None:
+                    t_ans = None
+                else:
+                    t_ans, t_next = ans * k, (ans + 1) * k
+            else:
+
+                def meets(t, i=i):
+                    args = sch._args(m, q, None, i, steps=t)
+                    return sch.quick_upper(scheme, **args, delta=d) <= target
+
+                guess = max(1, int(_steps_for(m, np.array([1.0]), np.array([i]))[0]))
+                br = sch.bisect_steps(meets, guess, cap)
+                t_ans = None if br is None else sch.refine_steps(full, br[0], target, rtol, cap)
+                if t_ans is not None:
+                    t_next = t_ans + max(1, int(rtol * t_ans))
+            if t_ans is None:
+                row.update(steps=None, found=False, search=sgd.NONE, method=sch.METHOD[scheme], bound="upper")
+                warnings.append(f"even a single {'epoch' if scheme in sch.ONE_BATCH else 'step'} exceeds ε = "
+                                f"{target:g} at δ = {d:g}.")  # fmt: skip
+                rows.append(row)
+                continue
+            r_ans = full(t_ans)
+            r_next = full(t_next) if t_next <= cap else None
+            row["steps"] = int(t_ans)
+            row["checked_next"] = int(t_next)
+            if v["dataset_size"] is not None:
+                whole, frac = sgd.whole_epochs(
+                    t_ans,
+                    **(
+                        dict(rate=q[i])
+                        if batch_size is None
+                        else dict(dataset_size=m["dataset_size"][i], batch_size=m["batch_size"][i])
+                    ),
+                )
+                row["epochs"] = float(whole)
+                row["epochs_fractional"] = float(frac)
+                if scheme in sch.ONE_BATCH:  # whole epochs of k batches: the last batch may be short
+                    row["epochs"], row["epochs_fractional"] = float(t_ans // k), None
+        up_next = float(r_next.upper[0]) if r_next is not None else math.inf
+        row.update(sch.interval_fields(r_ans, 0, scheme))
+        row["epsilon_next"] = up_next if math.isfinite(up_next) else None
+        row["found"] = bool(r_next is not None and up_next > target)
+        if row["found"]:
+            row["search"] = sgd.OPTIMAL
+        elif r_next is None and solve == "noise-multiplier":
+            row["search"] = sgd.EDGE
+            warnings.append(
+                f"the target ε = {target:g} at δ = {d:g} is met, but dpcalc cannot account the next smaller σ under "
+                f"{opt}; the optimum may lie beyond, so found is no."
+            )
+        else:
+            row["search"] = sgd.RANGE_END
+            warnings.append(
+                f"the target ε = {target:g} at δ = {d:g} is met at the end of the searched range (or the next value "
+                "could not be shown to miss it); found is no."
+            )
+        rows.append(row)
+    what = "σ" if solve == "noise-multiplier" else "the number of steps"
+    notes.append(
+        f"Solved for {what} with {opt}'s certified upper end ("
+        + (
+            "the closed-form √E/σ-GDP bound, E the epochs begun"
+            if scheme in sch.ONE_BATCH
+            else "searched on the engine's upper end on its starting grid"
+        )
+        + "); the answer and the next value toward more loss (checked_next) were re-computed in full: ε at answer "
+        "meets the target and, where found is yes, epsilon_next misses it. "
+        + (
+            "σ/(1 + " + ("1e-06" if scheme in sch.ONE_BATCH else "0.001") + ") is that next value."
+            if solve == "noise-multiplier"
+            else (
+                "The next value is one more epoch (a partial epoch counts whole: the record may be in its batch)."
+                if scheme in sch.ONE_BATCH
+                else "The next value is max(1, 0.001·T) more steps."
+            )
+        )
+    )
+    warnings += sch.warnings_for(scheme)
+    result = Result(
+        "plan-sgd",
+        _scheme_inputs(v),
+        tuple(sch.columns(rows, inverse=True)),
+        tuple(rows),
+        tuple(dict.fromkeys(warnings)),
+        (),
+        tuple(notes),
     )
     return c.emit(result, v["fmt"], v["as_json"])

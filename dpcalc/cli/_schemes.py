@@ -1,0 +1,491 @@
+"""The sampling schemes of issue 12 on the command line: which scheme a set of options names, its
+certified interval per setting (dpcalc.core.sampling), the notes and warnings the CLI prints, and the
+inverse searches on the scheme's upper bound (docs/sampling.md, "What the CLI should call and print")."""
+
+from __future__ import annotations
+
+import math
+
+import click
+import numpy as np
+
+#: The schemes of dpcalc.core.sampling, by the name rows carry in their ``scheme`` field.
+NEW_SCHEMES = ("truncated-poisson", "user-level", "shuffle", "balls-in-bins")
+#: The method of each scheme's upper end.
+METHOD = {
+    "truncated-poisson": "pld-truncated-poisson",
+    "user-level": "pld-user-level",
+    "shuffle": "gdp-no-amplification",
+    "balls-in-bins": "gdp-no-amplification",
+}
+#: Schemes whose records sit in exactly one batch per epoch (upper end: √E/σ-GDP, no amplification).
+ONE_BATCH = ("shuffle", "balls-in-bins")
+
+NOT_POISSON_NUMBER = (
+    "{s}: the upper end assumes no amplification by {how} (each record is in exactly one batch per epoch, "
+    "√E/σ-GDP); the true ε may be much lower, but nothing smaller is certified, and Poisson sampling's ε is "
+    "not a bound for this scheme."
+)
+POISSON_ASSUMED = (
+    "This ε assumes Poisson sampling (each record joins each batch independently with probability q); for a "
+    "loader that shuffles and cuts the data into fixed batches, use --sampling shuffle."
+)
+
+USERS_NOTE = (
+    "User-level sampling (--users): each batch samples users, and each user's summed contribution is clipped, "
+    "so this is standard accounting over users with q = B/U (N in the table is the number of users U); the "
+    "neighbours add or remove one user."
+)
+
+
+def first_note(scheme: str) -> str:
+    """The note that names the scheme, its neighbouring relation and what σ is relative to."""
+    return {
+        "poisson": "Poisson sampling, add/remove neighbours; σ is the noise multiplier (sensitivity 1).",
+        "without-replacement": "Sampling B of N without replacement, substitution neighbours (Dong, Roth & Su "
+        "2022, Thm 4.2); σ is the noise std over the substitution sensitivity (for a sum of gradients clipped to C "
+        "that is 2C).",
+        "truncated-poisson": "Truncated Poisson sampling: each record joins a batch with probability q = B/N, and a "
+        "batch of more than B_max records is cut to B_max chosen at random; add/remove neighbours; σ is the noise "
+        "multiplier (sensitivity 1).",
+        "user-level": "User-level privacy: add/remove of one user holding K examples, each example Poisson-sampled "
+        "with probability q; σ is the noise multiplier of the per-example clipping norm. Upper and lower ends from "
+        "the mixture-of-Gaussians pair Σ_j Binom(K, q)_j N(j, σ²) vs N(0, σ²) (Ganesh 2024), exact for aligned "
+        "gradients; K = 1 is example-level Poisson sampling.",
+        "shuffle": "Shuffled epochs: each epoch a random permutation cut into k = ⌈N/B⌉ batches. Substitution or "
+        "zero-out neighbours, σ relative to that sensitivity (substitution: 2C for gradients clipped to C; "
+        "zero-out: C). dpcalc makes no claim under add/remove (removing a record shifts every later batch).",
+        "balls-in-bins": "Balls-in-bins (random allocation): each epoch every record goes to one of k = ⌈N/B⌉ "
+        "batches, uniformly at random. Substitution or zero-out neighbours, σ relative to that sensitivity "
+        "(substitution: 2C for gradients clipped to C; zero-out: C). dpcalc makes no claim under add/remove.",
+    }[scheme]
+
+
+def scheme_of(sampling: str, max_batch_size, examples_per_user, via: str = "--sampling") -> str:
+    """The scheme a plan-sgd / amplify invocation names; refuses combinations that make no sense."""
+    if max_batch_size is not None and examples_per_user is not None:
+        raise click.UsageError(
+            "--max-batch-size and --examples-per-user cannot be combined (dpcalc has no bound for capped "
+            "batches at user level)."
+        )
+    for opt, v in (("--max-batch-size", max_batch_size), ("--examples-per-user", examples_per_user)):
+        if v is not None and sampling != "poisson":
+            raise click.UsageError(f"{opt} goes with {via} poisson; it cannot be combined with {via} {sampling}.")
+    if max_batch_size is not None:
+        return "truncated-poisson"
+    if examples_per_user is not None:
+        return "user-level"
+    return sampling
+
+
+def epochs_begun(steps: float, dataset_size: float, batch_size: float) -> int:
+    """Epochs a run of T steps touches when each epoch is k = ⌈N/B⌉ batches: ⌈T/k⌉ (a partial epoch counts:
+    the record may be in its batch)."""
+    from dpcalc.core.sampling import batches_per_epoch
+
+    k = batches_per_epoch(int(dataset_size), int(batch_size))
+    return -(-int(steps) // k)
+
+
+def interval(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta, **kw):
+    """The certified SchemeInterval of one setting (δ an array); ValueError for parameters out of range."""
+    from dpcalc.core import sampling as S
+
+    with np.errstate(all="ignore"):
+        if scheme == "truncated-poisson":
+            return S.truncated_poisson_interval(int(n), float(b), int(bmax), float(sigma), int(steps), delta, **kw)
+        if scheme == "user-level":
+            check_user_level(int(k_user), float(sigma))
+            return S.user_level_interval(float(q), float(sigma), int(steps), int(k_user), delta, **kw)
+        f = S.shuffle_interval if scheme == "shuffle" else S.balls_in_bins_interval
+        return f(int(n), int(b), epochs_begun(steps, n, b), float(sigma), delta, **kw)
+
+
+#: User level is accounted for K up to this many examples per user, and K/σ up to USER_LEVEL_MAX_RATIO: the
+#: mixture's privacy loss spans about K/σ², and beyond these the engine takes more than about 15 s and 1 GB.
+USER_LEVEL_MAX_K = 64
+USER_LEVEL_MAX_RATIO = 32.0
+
+
+def check_user_level(k: int, sigma: float) -> None:
+    """ValueError where the user-level pair is beyond what dpcalc accounts in reasonable time and memory."""
+    if k > USER_LEVEL_MAX_K or k / sigma > USER_LEVEL_MAX_RATIO:
+        raise ValueError(
+            f"K = {k} examples per user at σ = {sigma:g} is beyond what dpcalc accounts at user level (K up to "
+            f"{USER_LEVEL_MAX_K} and K/σ up to {USER_LEVEL_MAX_RATIO:g}: the privacy loss distribution grows with "
+            "K/σ); for larger groups use group privacy (dpcalc group)"
+        )
+
+
+def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> float:
+    """A sound upper bound on ε at one δ, fast (the engine's upper end on its starting grid, or the closed
+    form): what an inverse search runs on; inf where nothing can be said."""
+    from dpcalc.core import pld
+    from dpcalc.core.pld import sampling as PS
+
+    d = np.array([float(delta)])
+    try:
+        with np.errstate(all="ignore"):
+            if scheme in ONE_BATCH:
+                from dpcalc.core.pld import exact
+
+                mu = math.sqrt(epochs_begun(steps, n, b)) / float(sigma)
+                return float(exact.gaussian_interval(np.array([mu]), d)[1][0])
+            if scheme == "truncated-poisson":
+                n_, bm = int(n), int(bmax)
+                qq = float(b) / n_
+                pair = pld.subsampled_gaussian(qq, sigma) if bm > n_ else PS.truncated_poisson_gaussian(
+                    qq, sigma, [n_ - 1, n_], bm
+                )  # fmt: skip
+            else:
+                check_user_level(int(k_user), float(sigma))
+                pair = PS.user_level_gaussian(float(q), float(sigma), int(k_user))
+            a = pld.epsilon([(pair, int(steps))], d, upper_only=True)
+    except (ValueError, MemoryError, OverflowError, FloatingPointError):
+        return math.inf
+    u = float(a.upper[0])
+    return u if math.isfinite(u) else math.inf
+
+
+def solve_sigma_gdp(epochs: int, delta: float, target: float) -> float:
+    """The smallest σ whose exact GDP bound √E/σ meets ε ≤ target at δ (closed form in μ, rounded to the safe
+    side and re-checked by the caller)."""
+    from dpcalc.core import gdp
+
+    mu = float(np.asarray(gdp.mu_for_dp(target, delta)).reshape(-1)[0])
+    if not mu > 0:
+        return math.inf
+    return math.sqrt(epochs) / mu
+
+
+def bisect_sigma(meets, lo: float, hi: float, rtol: float = 1e-3) -> tuple[float, float] | None:
+    """The smallest σ (to a relative rtol, searched in log σ) where ``meets(σ)``, given a bracket to widen:
+    (σ, the σ/(1 + rtol) checked below it), or None when no σ up to 1e12 meets it."""
+    hi = max(hi, 1e-6)
+    while not meets(hi):
+        hi *= 4
+        if hi > 1e12:
+            return None
+    lo = min(lo, hi)
+    while meets(lo):
+        lo /= 4
+        if lo < 1e-6:
+            return hi if meets(hi) else None, lo
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(hi * lo)
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, hi / (1 + rtol)
+
+
+def bisect_steps(meets, start: int, cap: int = 10**9) -> tuple[int, int] | None:
+    """The largest whole step count T ≤ cap with ``meets(T)`` (ε grows with T): (T, T + 1), or None when
+    not even one step meets it."""
+    if not meets(1):
+        return None
+    lo, hi = 1, max(2, int(start))
+    while meets(hi):
+        lo = hi
+        if hi >= cap:
+            return cap, cap
+        hi = min(cap, hi * 2)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if meets(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo, lo + 1
+
+
+def option_of(scheme: str) -> str:
+    """The option that names a scheme, for messages."""
+    return {"truncated-poisson": "--max-batch-size", "user-level": "--examples-per-user"}.get(
+        scheme, f"--sampling {scheme}"
+    )
+
+
+def _param(m: dict, key: str, i: int):
+    a = m.get(key)
+    return None if a is None else a[i]
+
+
+def label(scheme: str, m: dict, q, total, i: int) -> str:
+    """A row's setting in words, for messages."""
+    parts = []
+    if "dataset_size" in m and scheme != "user-level":
+        parts.append(f"N={int(m['dataset_size'][i])}, B={int(m['batch_size'][i])}")
+    else:
+        parts.append(f"q={q[i]:g}")
+    parts.append(f"σ={m['sigma'][i]:g}, T={int(total[i])}")
+    if scheme == "truncated-poisson":
+        parts.append(f"B_max={int(m['max_batch_size'][i])}")
+    if scheme == "user-level":
+        parts.append(f"K={int(m['examples_per_user'][i])}")
+    parts.append(f"δ={m['delta'][i]:g}")
+    return ", ".join(parts)
+
+
+def _args(m: dict, q, total, i: int, sigma=None, steps=None) -> dict:
+    n = _param(m, "dataset_size", i)
+    b = _param(m, "batch_size", i)
+    return dict(
+        n=n,
+        b=b,
+        q=float(q[i]),
+        sigma=float(m["sigma"][i] if sigma is None else sigma),
+        steps=int(total[i] if steps is None else steps),
+        bmax=_param(m, "max_batch_size", i),
+        k_user=_param(m, "examples_per_user", i),
+    )
+
+
+def checked(scheme: str, args: dict, delta, kw=None):
+    """:func:`interval`, its errors as one-line usage errors naming the option."""
+    try:
+        return interval(scheme, **args, delta=delta, **(kw or {}))
+    except MemoryError:
+        raise click.UsageError(
+            f"the privacy loss distribution of {option_of(scheme)} at these inputs does not fit in memory; use fewer "
+            "steps or a larger --noise-multiplier."
+        ) from None
+    except (ValueError, OverflowError, FloatingPointError) as e:
+        if scheme in ONE_BATCH and "delta" not in str(e):
+            return _upper_only(scheme, args, delta)
+        raise click.UsageError(f"{option_of(scheme)} cannot be accounted for these inputs: {e}.") from None
+
+
+def _upper_only(scheme: str, args: dict, delta):
+    """Shuffle / balls-in-bins where the max-statistic lower end cannot be computed (e.g. 10^15 batches per
+    epoch): the closed-form upper end alone, the lower end NaN (shown as none), a note saying so."""
+    from dpcalc.core.pld import exact
+    from dpcalc.core.sampling import SchemeInterval
+
+    d = np.atleast_1d(np.asarray(delta, float))
+    e = epochs_begun(args["steps"], args["n"], args["b"])
+    up = exact.gaussian_interval(np.full(d.shape, math.sqrt(e) / float(args["sigma"])), d)[1]
+    k = batches_per_epoch(args["n"], args["b"])
+    note = f"no lower end: the largest batch output over k = {k} batches per epoch could not be computed"
+    how = "shuffling" if scheme == "shuffle" else "random allocation"
+    notes = (f"upper: no amplification by {how}", note)
+    return SchemeInterval(np.full(d.shape, np.nan), up, METHOD[scheme], "upper", "none", np.ones(d.shape, bool), notes)
+
+
+def intervals(scheme: str, m: dict, q, total, kw) -> list:
+    """Each mesh point's (SchemeInterval, index of its δ): settings that differ only in δ share one computation."""
+    n_pts = m["sigma"].size
+    groups: dict = {}
+    for i in range(n_pts):
+        key = tuple(sorted(_args(m, q, total, i).items(), key=lambda x: x[0]))
+        groups.setdefault(key, []).append(i)
+    out: list = [None] * n_pts
+    for key, idx in groups.items():
+        args = dict(key)
+        ds = np.array([m["delta"][i] for i in idx], float)
+        r = checked(scheme, args, ds, kw)
+        for j, i in enumerate(idx):
+            out[i] = (r, j)
+    return out
+
+
+def base_row(v: dict, m: dict, q, total, i: int) -> dict:
+    """The inputs of a row (the scheme's own options included)."""
+    from dpcalc.cli import _common as c
+
+    return {
+        "dataset_size": int(m["dataset_size"][i]) if v["dataset_size"] is not None else None,
+        "batch_size": int(m["batch_size"][i]) if v["batch_size"] is not None else None,
+        "rate": c.f(q[i]),
+        "noise_multiplier": c.f(m["sigma"][i]) if "sigma" in m else None,
+        "steps": int(total[i]) if total is not None else None,
+        "max_batch_size": int(m["max_batch_size"][i]) if "max_batch_size" in m else None,
+        "examples_per_user": int(m["examples_per_user"][i]) if "examples_per_user" in m else None,
+        "delta": c.f(m["delta"][i]),
+    }
+
+
+def interval_fields(r, j: int, scheme: str) -> dict:
+    """A SchemeInterval's ends at δ index j, as row fields: ε ≥ (lower), ε (upper), each end's method."""
+    up, lo = float(r.upper[j]), float(r.lower[j])
+    return {
+        "epsilon_lower": lo if np.isfinite(lo) else None,
+        "epsilon": up,
+        "epsilon_width": up - lo if np.isfinite(lo) else None,
+        "method": r.method,
+        "bound": r.bound,
+        "lower_method": r.lower_method if np.isfinite(lo) else None,
+        "scheme": scheme,
+    }
+
+
+def run_object(scheme: str, r, j: int, m: dict, q, total, i: int):
+    """The privacy object a run pipes on (into compose, or as a ledger would hold it): a shuffled or
+    balls-in-bins run is a ``shuffled`` object (E Gaussian mechanisms on the record: its √E/σ-GDP upper end);
+    a truncated-Poisson or user-level run is T steps of a ``subsampled`` Gaussian with that scheme (accounted
+    by the PLD engine on the same pair as the upper end here)."""
+    from dpcalc.model import Composed, Gaussian, Shuffled, Subsampled
+
+    g = Gaussian(float(m["sigma"][i]), 1.0)
+    if scheme in ONE_BATCH:
+        return Shuffled(g, epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i]), scheme)
+    if scheme == "truncated-poisson":
+        step = Subsampled(
+            g,
+            float(q[i]),
+            scheme,
+            "add-remove",
+            dataset_size=int(m["dataset_size"][i]),
+            max_batch_size=int(m["max_batch_size"][i]),
+        )
+    else:
+        step = Subsampled(g, float(q[i]), scheme, "add-remove", examples_per_user=int(m["examples_per_user"][i]))
+    return Composed(((step, int(total[i])),))
+
+
+def closing_notes(scheme: str) -> list[str]:
+    """What every answer under a scheme says about its two ends and the objects it pipes on."""
+    obj = (
+        "the run's object (for compose) is a shuffled object: E Gaussian mechanisms of noise multiplier σ, the "
+        "√E/σ-GDP upper end"
+        if scheme in ONE_BATCH
+        else f"the run's object (for compose) is T steps of a {scheme} subsampled Gaussian, accounted by PLD on "
+        "the same pair as the upper end"
+    )
+    return [
+        "ε ≥ is a certified lower bound and ε a certified upper bound on the scheme's true ε; the two ends can come "
+        "from different constructions (method: the upper end's, lower method: the lower end's), so their distance "
+        f"is what is known about the scheme, not a numerical error; {obj}."
+    ]
+
+
+def warnings_for(scheme: str) -> list[str]:
+    """The stderr warnings of a scheme (docs/sampling.md)."""
+    if scheme in ONE_BATCH:
+        how = "shuffling" if scheme == "shuffle" else "random allocation"
+        return [NOT_POISSON_NUMBER.format(s=f"--sampling {scheme}", how=how)]
+    return []
+
+
+def columns(rows: list[dict], inverse: bool) -> list:
+    """The table's columns (those some row has a value for)."""
+    from dpcalc.model import Column
+
+    cols = (
+        [
+            Column("dataset_size", "N", "int"),
+            Column("target_epsilon", "target ε"),
+            Column("delta", "δ"),
+            Column("batch_size", "B", "int"),
+            Column("rate", "q"),
+            Column("max_batch_size", "B_max", "int"),
+            Column("examples_per_user", "K", "int"),
+            Column("noise_multiplier", "σ", safe="up"),
+            Column("epochs", "epochs", safe="down"),
+            Column("steps", "steps", "int"),
+            Column("epsilon", "ε at answer", safe="up"),
+            Column("found", "found", "bool"),
+            Column("search", "search", "text"),
+        ]
+        if inverse
+        else [
+            Column("dataset_size", "N", "int"),
+            Column("batch_size", "B", "int"),
+            Column("rate", "q"),
+            Column("max_batch_size", "B_max", "int"),
+            Column("examples_per_user", "K", "int"),
+            Column("noise_multiplier", "σ"),
+            Column("epochs", "epochs"),
+            Column("steps", "steps", "int"),
+            Column("delta", "δ"),
+            Column("epsilon_lower", "ε ≥ (certified)", safe="down"),
+            Column("epsilon", "ε", safe="up"),
+        ]
+    ) + [
+        Column("method", "method", "text"),
+        Column("bound", "bound", "text"),
+        Column("lower_method", "lower method", "text"),
+        Column("scheme", "scheme", "text"),
+    ]
+    return [col for col in cols if any(r.get(col.key) is not None for r in rows)]
+
+
+def batches_per_epoch(dataset_size, batch_size) -> int:
+    """k = ⌈N/B⌉ (dpcalc.core.sampling)."""
+    from dpcalc.core.sampling import batches_per_epoch as k
+
+    return k(int(dataset_size), int(batch_size))
+
+
+def nudge_up(full, sigma: float, target: float, tries: int = 64):
+    """(σ, its full interval) with σ moved up (by 1e-9 relative per try) until the full upper end meets the
+    target; None if it never does."""
+    s = float(sigma)
+    for _ in range(tries):
+        r = full(s)
+        if float(r.upper[0]) <= target:
+            return s, r
+        s *= 1 + 1e-9
+    return None
+
+
+def refine_sigma(full, sigma: float, target: float, rtol: float, tries: int = 64):
+    """The quick search's σ, re-checked in full: stepped up by (1 + rtol) until the full upper end meets the
+    target, or down while the next σ/(1 + rtol) still meets it (the full bound is the tighter one). (σ, its
+    full interval), or None."""
+    s = float(sigma)
+    r = full(s)
+    for _ in range(tries):
+        if float(r.upper[0]) <= target:
+            break
+        s *= 1 + rtol
+        r = full(s)
+    else:
+        return None
+    for _ in range(tries):
+        try:
+            rn = full(s / (1 + rtol))
+        except click.UsageError:  # below what can be accounted: the answer stands, its next value unchecked
+            break
+        if not float(rn.upper[0]) <= target:
+            break
+        s, r = s / (1 + rtol), rn
+    return s, r
+
+
+def refine_steps(full, steps: int, target: float, rtol: float, cap: int, tries: int = 64):
+    """The quick search's T, re-checked in full: stepped down until the full upper end meets the target, or up
+    while T + max(1, rtol·T) still meets it. T, or None."""
+    t = int(steps)
+    for _ in range(tries):
+        if float(full(t).upper[0]) <= target:
+            break
+        t -= max(1, int(rtol * t))
+        if t < 1:
+            return None
+    else:
+        return None
+    for _ in range(tries):
+        nxt = t + max(1, int(rtol * t))
+        if nxt > cap or not float(full(nxt).upper[0]) <= target:
+            break
+        t = nxt
+    return t
+
+
+def solve_epochs_gdp(upper_at, sigma: float, delta: float, target: float):
+    """The most whole epochs E with the √E/σ-GDP upper end ≤ target (closed form in μ, then checked at E and
+    E + 1 with ``upper_at(E)``); None if not even one epoch meets it."""
+    from dpcalc.core import gdp
+
+    mu = float(np.asarray(gdp.mu_for_dp(target, delta)).reshape(-1)[0])
+    e = max(1, int(math.floor((mu * sigma) ** 2))) if mu > 0 and math.isfinite(mu) else 1
+    e = min(e, 10**9)
+    while e >= 1 and not upper_at(e) <= target:
+        e -= 1
+    if e < 1:
+        return None
+    while e < 10**9 and upper_at(e + 1) <= target:
+        e += 1
+    return e
