@@ -47,6 +47,7 @@ from dpcalc.model import (
     RDPCurve,
     Shuffled,
     Subsampled,
+    type_name,
 )
 
 
@@ -149,8 +150,8 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         if isinstance(inner, DP):
             e, d = subsample(inner.epsilon, inner.delta, obj.rate)
             return flatten(DP(float(e), float(d)), times, where)
-        raise ObjectError(f"{where}: subsampling of a {type(inner).__name__} guarantee is not supported")
-    raise ObjectError(f"{where}: cannot compose a {type(obj).__name__}")
+        raise ObjectError(f"{where}: subsampling of a {type_name(inner)} object is not supported")
+    raise ObjectError(f"{where}: cannot compose a {type_name(obj)} object")
 
 
 def _gauss_mu(parts: Sequence[Part]) -> float:

@@ -314,6 +314,14 @@ FIELDS: dict[str, tuple[str, ...]] = {
 MAX_COUNT = 2**53
 
 
+def type_name(obj: Any) -> str:
+    """The JSON ``type`` of a privacy object (what a user wrote or piped), for messages."""
+    try:
+        return str(obj.to_dict()["type"])
+    except (AttributeError, KeyError, TypeError):
+        return type(obj).__name__
+
+
 def check_fields(d: dict, allowed, where: str, what: str) -> None:
     """Refuse keys of ``d`` outside ``allowed``, naming the nearest allowed one."""
     from dpcalc.strictjson import suggest

@@ -478,7 +478,7 @@ def _scheme_gaussian(v: dict) -> int:
 @budget_option
 def from_input(source, rate, scheme, steps, delta, fmt, as_json):
     """Amplify the mechanisms read from stdin (or --input): Gaussian, Laplace or (ε, δ)."""
-    from dpcalc.model import DP, Gaussian, Laplace
+    from dpcalc.model import DP, Gaussian, Laplace, type_name
 
     ctx = click.get_current_context()
     with c.collecting() as results:
@@ -500,6 +500,6 @@ def from_input(source, rate, scheme, steps, delta, fmt, as_json):
                 ctx.invoke(dp, epsilon=(e,), delta=(d,), rate=rate, scheme=scheme or "both", fmt=fmt, as_json=as_json)
             else:
                 raise click.UsageError(
-                    f"{where}: amplify takes a Gaussian, Laplace or (ε, δ) mechanism, not a {type(obj).__name__}."
+                    f"{where}: amplify takes a Gaussian, Laplace or (ε, δ) mechanism, not a {type_name(obj)} object."
                 )
     return c.emit(c.merge(results, "amplify"), fmt, as_json)

@@ -785,6 +785,7 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
         ObjectError,
         RDPCurve,
         Result,
+        type_name,
     )
 
     ctx = click.get_current_context()
@@ -841,7 +842,7 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                 elif target in ("tradeoff", "attack"):
                     results.append(_risk_result(obj, where, target, alpha, fpr))
                 else:
-                    need_dp(type(obj).__name__)
+                    need_dp(f"{type_name(obj)} object")
                     require("delta", delta, "give the δ at which to report ε")
                     try:
                         parts = flatten(obj, 1, where)

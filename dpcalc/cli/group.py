@@ -208,7 +208,7 @@ def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
 @budget_option
 def from_input(source, size, delta, fmt, as_json):
     """Group privacy of the mechanisms or guarantees read from stdin (or --input)."""
-    from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace
+    from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace, type_name
 
     ctx = click.get_current_context()
     with c.collecting() as results:
@@ -235,7 +235,7 @@ def from_input(source, size, delta, fmt, as_json):
                     ctx.invoke(zcdp, rho=(obj.rho,), size=size, fmt=fmt, as_json=as_json)
                 else:
                     raise click.UsageError(
-                        f"{where}: group privacy of a {type(obj).__name__} is not supported; "
+                        f"{where}: group privacy of a {type_name(obj)} object is not supported; "
                         "give a mechanism or a dp, gdp or zcdp guarantee."
                     )
     return c.emit(c.merge(results, "group"), fmt, as_json)
