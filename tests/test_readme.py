@@ -32,8 +32,8 @@ def test_readme_example_output_is_current(args, shown, monkeypatch):
 
 def test_readme_commands_match_ci():
     ci = (README.parent / ".ci" / "run").read_text()
-    assert "python -m pip install -e '.[test]' && python -m pytest -q" in README.read_text()
-    assert "python -m pip install -e '.[test]' && python -m pytest -q" in ci
+    assert "python -m pip install -e '.[test]' && python -m pytest -q -n auto" in README.read_text()
+    assert "python -m pip install -e '.[test]' && python -m pytest -q -n auto" in ci
 
 
 def update() -> None:
