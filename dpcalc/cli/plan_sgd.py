@@ -295,17 +295,7 @@ def plan_sgd(
         return _inverse(locals())
     refuse_unused("without --target-epsilon (it names what an inverse search solves for)", "solve")
 
-    missing = [
-        name
-        for name, v in (
-            ("--noise-multiplier", sigma),
-            ("--batch-size or --rate", batch_size or rate),
-            ("--epochs or --steps", epochs or steps),
-        )
-        if v is None
-    ]
-    if missing:
-        raise click.UsageError(f"Missing option {missing[0]} (or give --target-epsilon to solve for it).")
+    _require_forward(sigma, batch_size or rate, epochs or steps)
     m = c.mesh(
         dataset_size=dataset_size,
         batch_size=batch_size,
@@ -495,6 +485,13 @@ def plan_sgd(
     ]
     result = Result("plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), tuple(objects), tuple(notes))
     return c.emit(result, fmt, as_json)
+
+
+def _require_forward(sigma, batch, epochs) -> None:
+    """A forward answer needs σ, the batch size (or rate) and the epochs (or steps): name the first missing."""
+    for name, x in (("--noise-multiplier", sigma), ("--batch-size or --rate", batch), ("--epochs or --steps", epochs)):
+        if x is None:
+            raise click.UsageError(f"Missing option {name} (or give --target-epsilon to solve for it).")
 
 
 def _steps_for(m: dict, ep, rows=slice(None)):
@@ -1079,17 +1076,7 @@ def _scheme_run(v: dict) -> int:
         return _scheme_inverse(v)
     refuse_unused("without --target-epsilon (it names what an inverse search solves for)", "solve")
     sigma, epochs, steps = v["sigma"], v["epochs"], v["steps"]
-    missing = [
-        name
-        for name, x in (
-            ("--noise-multiplier", sigma),
-            ("--batch-size or --rate", batch_size or rate),
-            ("--epochs or --steps", epochs or steps),
-        )
-        if x is None
-    ]
-    if missing:
-        raise click.UsageError(f"Missing option {missing[0]} (or give --target-epsilon to solve for it).")
+    _require_forward(sigma, batch_size or rate, epochs or steps)
     m = c.mesh(
         dataset_size=dataset_size,
         batch_size=batch_size,
