@@ -9,6 +9,8 @@ dp-accounting's Laplace PLDs.
 import mpmath as mp
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dpcalc.core import composition, pld
@@ -153,3 +155,25 @@ def test_many_laplace_releases_against_dp_accounting(eps0, k, q, delta):
     assert ans.lower[0] <= pes.get_epsilon_for_delta(delta) + 1e-12
     assert ans.upper[0] >= opt.get_epsilon_for_delta(delta) - 1e-12
     assert ans.met[0]
+
+
+def test_large_epsilon_releases_lower_end_is_below_the_exact_value():
+    """ε₀ = 17.7 released 23,027 times: the second atom's mass 1/(1 + e^ε₀) was once formed as 1 − a, whose
+    rounding (relative 1e-8) added up over the releases into a lower end 1.5e-4 above the exact ε."""
+    e0, k, dt = 17.722568713573104, 23027, 0.0011982774962302851
+    ans = pld.epsilon([(pld.dp(e0, 0.0), k)], dt)
+    mp.mp.dps = 50
+    a = 1 / (1 + mp.e ** (-mp.mpf(e0)))
+    exact = k * mp.mpf(e0) + mp.log(1 - mp.mpf(dt) / a**k)  # between the top two atoms: one term of δ(ε)
+    assert mp.mpf(float(ans.lower[0])) <= exact <= mp.mpf(float(ans.upper[0]))
+    assert list(M.dp(e0, 0.0)[0].atoms[0]) == [e0, -e0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(-6, 1.3), st.sampled_from([0.0, 1e-12, 1e-9, 1e-7]), st.floats(0.3, 6), st.floats(-12, -1))
+def test_dp_releases_bracket_kov_across_the_range(le0, d0, lk, ldt):
+    e0, k, dt = 10.0**le0, int(10.0**lk), 10.0**ldt
+    assume(1 - (1 - d0) ** k < 0.5 * dt)
+    kov = composition.optimal_homogeneous(e0, d0, k, dt)
+    ans = pld.epsilon([(pld.dp(e0, d0), k)], dt)
+    assert ans.lower[0] <= kov * (1 + 1e-12) and ans.upper[0] >= kov * (1 - 1e-12)

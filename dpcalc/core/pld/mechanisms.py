@@ -182,7 +182,7 @@ def _laplace_threshold(eps0: float, rate: float) -> list[Direction | None]:
 def _dp_pair(eps: float, delta: float):
     """The worst-case pair of an (ε, δ) guarantee over outcomes (+∞, ε, −ε, −∞)."""
     a = 1.0 / (1.0 + np.exp(-eps))  # e^ε/(1+e^ε)
-    b = 1.0 - a
+    b = 1.0 / (1.0 + np.exp(eps))  # 1/(1+e^ε), not 1 − a: that cancels to a relative error u/b at large ε
     p = np.array([delta, (1 - delta) * a, (1 - delta) * b, 0.0])
     q = np.array([0.0, (1 - delta) * b, (1 - delta) * a, delta])
     return p, q
@@ -198,9 +198,11 @@ def _atoms_from_pair(p, q):
 
 
 def dp(eps: float, delta: float) -> list[Direction]:
-    """A generic (ε, δ)-DP mechanism via its worst-case pair (symmetric)."""
-    atoms, p_inf = _atoms_from_pair(*_dp_pair(eps, delta))
-    return [Direction(lo=-eps, hi=eps, atoms=atoms, p_inf=p_inf)]
+    """A generic (ε, δ)-DP mechanism via its worst-case pair (symmetric). Its finite losses are ±ε exactly
+    (log of the masses' ratio would carry their rounding: k releases add it up k times)."""
+    (ell, p, q), p_inf = _atoms_from_pair(*_dp_pair(eps, delta))
+    ell = np.where(ell > 0, eps, -eps)
+    return [Direction(lo=-eps, hi=eps, atoms=(ell, p, q), p_inf=p_inf)]
 
 
 def subsampled_dp(eps: float, delta: float, rate: float) -> list[Direction]:
