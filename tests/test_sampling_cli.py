@@ -44,8 +44,9 @@ def doc(args: str) -> dict:
 
 
 def one_row(args: str) -> tuple[dict, dict]:
+    """The answer row (a user-level answer has the rdp-group row beside it)."""
     d = doc(args)
-    assert len(d["rows"]) == 1
+    assert len(d["rows"]) == 1 or [r["method"] for r in d["rows"][1:]] == ["rdp-group"]
     return d["rows"][0], d
 
 
@@ -122,6 +123,29 @@ def test_user_level_k1_is_example_level_exactly():
     assert (row["epsilon_lower"], row["epsilon"]) == (p_row["epsilon_lower"], p_row["epsilon"])
     k2, _ = one_row(f"plan-sgd {RUN} --examples-per-user 2")
     assert row["epsilon"] < k2["epsilon_lower"] <= k2["epsilon"]
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_user_level_rdp_group_row_is_an_upper_bound_beside_the_interval(k):
+    d = doc(f"plan-sgd {RUN} --examples-per-user {k}")
+    pld_row, rdp_row = d["rows"]
+    assert (rdp_row["method"], rdp_row["bound"], rdp_row["epsilon_lower"]) == ("rdp-group", "upper", None)
+    # sound: never below the certified lower end of the exact pair; looser than the PLD upper end
+    assert rdp_row["epsilon"] >= pld_row["epsilon_lower"]
+    assert rdp_row["epsilon"] >= pld_row["epsilon"] * (1 - 1e-9)
+    # K = 1 is example-level RDP (no group step); more examples per user never cost less
+    if k == 1:
+        assert rdp_row["epsilon"] >= sgd.epsilon(B / N, SIGMA, T, DELTA, "rdp") * (1 - 1e-6)
+    assert S.user_level_rdp(B / N, SIGMA, T, k + 1, DELTA)[0] >= rdp_row["epsilon"]
+    assert any("rdp-group row" in x for x in d["notes"])
+
+
+def test_rdp_group_property_orders_and_scale():
+    from dpcalc.core import group
+
+    o, r = group.rdp([2.0, 4.0, 8.0, 16.0], [0.1, 0.2, 0.4, 0.8], 3)  # 2^c = 4 >= 3: c = 2
+    assert o.tolist() == [2.0, 4.0] and r == pytest.approx([9 * 0.4, 9 * 0.8])
+    assert r[0] >= 9 * 0.4  # rounded up
 
 
 def test_users_is_standard_accounting_over_users():

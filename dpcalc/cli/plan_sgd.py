@@ -1110,6 +1110,8 @@ def _scheme_run(v: dict) -> int:
         row["epochs"] = float(ep_total[i])
         row.update(sch.interval_fields(r, j, scheme))
         rows.append(row)
+        if scheme == "user-level":
+            rows.append(sch.rdp_group_row(row, q[i], m, total, i))
         notes += [x for x in r.notes if x not in notes]
         if not bool(r.met[j]):
             warnings.append(

@@ -7,6 +7,8 @@ References
    also Vadhan, The Complexity of Differential Privacy, Lemma 2.2.
 .. [DRS] Dong, Roth & Su, arXiv:1905.02383, Theorem 2.14 (μ-GDP: kμ).
 .. [BS] Bun & Steinke, arXiv:1605.02065, Proposition 5.5 (zCDP: k²ρ).
+.. [M17] I. Mironov, Rényi Differential Privacy, CSF 2017, arXiv:1702.07476, Proposition 2
+   (groups of 2^c: an (α, ε)-RDP mechanism with α >= 2^{c+1} is (α/2^c, 3^c·ε)-RDP for them).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from . import _fp
 from ._arrays import all_scalar, checked, finish
 from ._fp import ULP, two_prod
 
-__all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity"]
+__all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity", "rdp"]
 
 
 def _k(size):
@@ -109,3 +111,25 @@ def gaussian_sensitivity(sensitivity, size):
     """A Gaussian mechanism seen by a group of k: sensitivity kΔ (exact; correctly rounded up)."""
     scalar = all_scalar(sensitivity, size)
     return finish(_fp.mul_up(checked("sensitivity", sensitivity, low=0), _k(size)), scalar=scalar)
+
+
+def rdp(orders, curve, size):
+    """An RDP curve for groups of ``size`` records ([M17] Prop. 2, with 2^c >= size): the orders α >= 2^{c+1}
+    of (``orders``, ``curve``) become α/2^c with 3^c times their RDP (rounded up); the others are dropped.
+    Returns (orders, curve), possibly empty. Size 1 returns the curve unchanged.
+
+    Examples
+    --------
+    >>> o, r = rdp([2.0, 4.0, 8.0], [0.1, 0.2, 0.4], 2)
+    >>> o.tolist(), [round(x, 12) for x in r.tolist()]
+    ([2.0, 4.0], [0.6, 1.2])
+    """
+    k = int(_k(size))
+    a = np.asarray(orders, float)
+    r = np.asarray(curve, float)
+    if k == 1:
+        return a, r
+    c = int(np.ceil(np.log2(k) - 1e-12))
+    keep = a >= 2.0 ** (c + 1)
+    scale = 3.0**c
+    return a[keep] / 2.0**c, np.nextafter(r[keep] * scale, np.inf)
