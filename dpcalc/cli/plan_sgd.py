@@ -1175,38 +1175,14 @@ def _scheme_inverse(v: dict) -> int:
         v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
     )
     solve = v["solve"]
-    if solve == "auto":
-        missing = [
-            name
-            for name, val in (
-                ("noise-multiplier", sigma),
-                ("epochs", epochs or steps),
-                ("batch-size", batch_size or rate),
-            )
-            if val is None
-        ]
-        if len(missing) != 1:
-            raise click.UsageError(
-                "With --target-epsilon leave out exactly one of --noise-multiplier, --epochs/--steps, "
-                "--batch-size/--rate (or say which with --solve)."
-                if missing
-                else "With --target-epsilon, leave out the option to solve for (or use --solve)."
-            )
-        solve = missing[0]
+    if solve == "auto" and batch_size is None and rate is None and sigma is not None and (epochs or steps):
+        solve = "batch-size"
     if solve == "batch-size":
         raise click.UsageError(
             f"--solve batch-size is not available with {opt}: solve the noise multiplier or the epochs "
             "(give --batch-size)."
         )
-    if solve == "noise-multiplier":
-        require("epochs", epochs or steps, "or --steps")
-        if sigma is not None:
-            raise click.UsageError("--noise-multiplier is what --solve noise-multiplier finds; leave it out.")
-    else:
-        require("noise-multiplier", sigma)
-        if epochs is not None or steps is not None:
-            raise click.UsageError("--epochs/--steps is what --solve epochs finds; leave it out.")
-    require("batch-size", batch_size or rate, "or --rate")
+    solve = _pick_solve(v, "--target-epsilon")
     m = c.mesh(
         dataset_size=dataset_size,
         batch_size=batch_size,
