@@ -229,6 +229,35 @@ def test_inverse_epochs_meets_target(extra, target):
         assert row["epochs"] == row["steps"] // 94
 
 
+@pytest.mark.parametrize("extra, target", [("--max-batch-size 70", 4.0), ("--examples-per-user 2", 3.0)])
+def test_inverse_batch_size_meets_target_with_its_steps(extra, target):
+    row, d = one_row(f"plan-sgd --dataset-size {N} --epochs {E} --noise-multiplier {SIGMA} --delta {DELTA} "
+                     f"--target-epsilon {target} {extra}")  # fmt: skip
+    b = row["batch_size"]
+    assert row["found"] is True and row["search"] == "optimal"
+    assert row["rate"] == pytest.approx(b / N) and row["steps"] == math.ceil(E * N / b)
+    assert row["epsilon"] <= target < row["epsilon_next"]
+    assert row["checked_next"] - b == max(1, int(1e-3 * b))
+    # re-checked independently through the forward command, each B with its own ⌈E·N/B⌉ steps
+    base = f"plan-sgd --dataset-size {N} --epochs {E} --noise-multiplier {SIGMA} --delta {DELTA} {extra}"
+    assert _forward_upper(f"{base} --batch-size {b}") <= target
+    assert _forward_upper(f"{base} --batch-size {row['checked_next']}") > target
+    assert any("the batch size B" in n for n in d["notes"])
+
+
+def test_inverse_batch_size_under_shuffle_says_none_or_range_end():
+    """No batch size buys privacy without amplification: E epochs cost √E/σ whatever B is."""
+    base = f"plan-sgd --dataset-size {N} --epochs {E} --noise-multiplier {SIGMA} --delta {DELTA} --sampling shuffle"
+    r = run(f"{base} --target-epsilon 2 --json")
+    d = json.loads(r.stdout)
+    assert r.exit_code == 0 and any("even a batch size of 1 exceeds" in w for w in d["warnings"])
+    row = d["rows"][0]
+    assert (row["search"], row["found"], row.get("batch_size")) == ("none", False, None)
+    row, _ = one_row(f"{base} --target-epsilon 30")
+    assert (row["search"], row["batch_size"], row["found"]) == ("range-end", N, False)
+    assert row["epsilon"] <= 30
+
+
 BAD = [
     f"plan-sgd {RUN} --sampling shuffle --max-batch-size 70",
     f"plan-sgd {RUN} --sampling without-replacement --examples-per-user 2",
@@ -243,7 +272,7 @@ BAD = [
     "plan-sgd --rate 0.01 --epochs 3 --noise-multiplier 1 --delta 1e-5 --sampling shuffle",
     "plan-sgd --rate 0.01 --steps 30 --noise-multiplier 1 --delta 1e-5 --max-batch-size 70",
     f"plan-sgd {RUN} --sampling shuffle --delta 1e-13",
-    f"plan-sgd --dataset-size {N} --epochs {E} --noise-multiplier 1 --target-epsilon 3 --sampling shuffle",
+    f"plan-sgd --dataset-size {N} --steps 30 --noise-multiplier 1 --target-epsilon 3 --max-batch-size 70",
     f"plan-sgd {NB} --epochs {E} --noise-multiplier 1 --target-epsilon 3 --solve batch-size --max-batch-size 70",
     "amplify gaussian --sigma 1 --rate 0.01 --steps 10 --examples-per-user 2 --scheme both",
     "amplify gaussian --sigma 1 --rate 0.01 --steps 10 --max-batch-size 20",

@@ -479,24 +479,47 @@ def refine_sigma(full, sigma: float, target: float, rtol: float, tries: int = 64
     return s, r
 
 
-def refine_steps(full, steps: int, target: float, rtol: float, cap: int, tries: int = 64):
-    """The quick search's T, re-checked in full: stepped down until the full upper end meets the target, or up
-    while T + max(1, rtol·T) still meets it. T, or None."""
-    t = int(steps)
-    for _ in range(tries):
-        if float(full(t).upper[0]) <= target:
+def bisect_whole(meets, top: int, rtol: float = 1e-3) -> int | None:
+    """The largest whole x in [1, top] meeting the target by ``meets`` (assumed to grow worse with x): doubling
+    from 1, then bisection to max(1, rtol·x). None when even 1 does not meet it."""
+    if not meets(1):
+        return None
+    ok, bad = 1, None
+    while ok < top:
+        x = min(2 * ok, top)
+        if meets(x):
+            ok = x
+        else:
+            bad = x
             break
-        t -= max(1, int(rtol * t))
-        if t < 1:
+    if bad is None:
+        return int(top)
+    while bad - ok > max(1, int(rtol * ok)):
+        mid = (ok + bad) // 2
+        if meets(mid):
+            ok = mid
+        else:
+            bad = mid
+    return int(ok)
+
+
+def refine_whole(full, x: int, target: float, rtol: float, top: int, tries: int = 64):
+    """The quick search's whole number, re-checked in full: stepped down until the full upper end meets the
+    target, or up while x + max(1, rtol·x) still meets it. x, or None."""
+    for _ in range(tries):
+        if float(full(x).upper[0]) <= target:
+            break
+        x -= max(1, int(rtol * x))
+        if x < 1:
             return None
     else:
         return None
     for _ in range(tries):
-        nxt = t + max(1, int(rtol * t))
-        if nxt > cap or not float(full(nxt).upper[0]) <= target:
+        nxt = x + max(1, int(rtol * x))
+        if nxt > top or not float(full(nxt).upper[0]) <= target:
             break
-        t = nxt
-    return t
+        x = nxt
+    return x
 
 
 def solve_epochs_gdp(upper_at, sigma: float, delta: float, target: float):

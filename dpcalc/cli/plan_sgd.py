@@ -1061,7 +1061,8 @@ def _scheme_run(v: dict) -> int:
         )
     refuse_unused(f"with {opt} (it answers ε at δ)", "alpha", "fpr")
     refuse_unused(f"with {opt} (one row per run: give the epochs of each row you want as a grid)", "per_epoch")
-    if scheme != "user-level" and (dataset_size is None or batch_size is None):
+    solving_b = v["target_epsilon"] is not None and batch_size is None and rate is None
+    if scheme != "user-level" and (dataset_size is None or (batch_size is None and not solving_b)):
         raise click.UsageError(
             f"{opt} needs --dataset-size and --batch-size (the batches are made from N records; --rate alone does "
             "not say how)."
@@ -1174,14 +1175,6 @@ def _scheme_inverse(v: dict) -> int:
     dataset_size, batch_size, rate, epochs, steps, sigma = (
         v[k] for k in ("dataset_size", "batch_size", "rate", "epochs", "steps", "sigma")
     )
-    solve = v["solve"]
-    if solve == "auto" and batch_size is None and rate is None and sigma is not None and (epochs or steps):
-        solve = "batch-size"
-    if solve == "batch-size":
-        raise click.UsageError(
-            f"--solve batch-size is not available with {opt}: solve the noise multiplier or the epochs "
-            "(give --batch-size)."
-        )
     solve = _pick_solve(v, "--target-epsilon")
     m = c.mesh(
         dataset_size=dataset_size,
@@ -1198,7 +1191,8 @@ def _scheme_inverse(v: dict) -> int:
     n = m["target"].size
     if v["delta_defaulted"]:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
-    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
+    # (solving B: no rate yet; each row sets its own)
+    q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"] if solve != "batch-size" else None
     total = None
     if solve == "noise-multiplier":
         total = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
@@ -1206,8 +1200,10 @@ def _scheme_inverse(v: dict) -> int:
     rows, warnings, notes = [], list(v["warnings"]), list(v["notes"])
     for i in range(n):
         target, d = float(m["target"][i]), float(m["delta"][i])
-        row = sch.base_row(v, m, q, total, i)
+        row = sch.base_row(v, m, q if q is not None else np.ones(n), total, i)
         row["target_epsilon"] = c.f(target)
+        if q is None:
+            row["rate"] = None
         if solve == "noise-multiplier":
             row["epochs"] = c.f(m["epochs"][i]) if epochs is not None else None
 
@@ -1242,6 +1238,33 @@ def _scheme_inverse(v: dict) -> int:
                 r_next = None
             row["noise_multiplier"] = float(s_ans)
             row["checked_next"] = float(s_next)
+        elif solve == "batch-size":
+            n_i, e_i = int(m["dataset_size"][i]), float(m["epochs"][i])
+
+            def args_b(bb, i=i, n_i=n_i, e_i=e_i):
+                t = int(np.asarray(sgd.steps_for_epochs(e_i, n_i, bb)).reshape(-1)[0])
+                a = sch._args(m, np.full(i + 1, bb / n_i), None, i, steps=t)
+                a.update(n=n_i, b=int(bb), q=bb / n_i)
+                return a
+
+            def full(bb, args_b=args_b):
+                return sch.checked(scheme, args_b(bb), np.array([d]))
+
+            def meets(bb, args_b=args_b):
+                return sch.quick_upper(scheme, **args_b(bb), delta=d) <= target
+
+            br = sch.bisect_whole(meets, n_i, rtol)
+            b_ans = None if br is None else sch.refine_whole(full, br, target, rtol, n_i)
+            if b_ans is None:
+                row.update(batch_size=None, found=False, search=sgd.NONE, method=sch.METHOD[scheme], bound="upper")
+                warnings.append(f"even a batch size of 1 exceeds ε = {target:g} at δ = {d:g}.")
+                rows.append(row)
+                continue
+            b_next = b_ans + max(1, int(rtol * b_ans))
+            r_ans = full(b_ans)
+            r_next = full(b_next) if b_next <= n_i else None
+            row.update(batch_size=int(b_ans), rate=c.f(b_ans / n_i), steps=int(args_b(b_ans)["steps"]), epochs=c.f(e_i))
+            row["checked_next"] = int(b_next)
         else:
             cap = int(sgd.MAX_STEPS)
 
@@ -1263,7 +1286,7 @@ def _scheme_inverse(v: dict) -> int:
 
                 guess = max(1, int(_steps_for(m, np.array([1.0]), np.array([i]))[0]))
                 br = sch.bisect_steps(meets, guess, cap)
-                t_ans = None if br is None else sch.refine_steps(full, br[0], target, rtol, cap)
+                t_ans = None if br is None else sch.refine_whole(full, br[0], target, rtol, cap)
                 if t_ans is not None:
                     t_next = t_ans + max(1, int(rtol * t_ans))
             if t_ans is None:
@@ -1308,7 +1331,7 @@ def _scheme_inverse(v: dict) -> int:
                 "could not be shown to miss it); found is no."
             )
         rows.append(row)
-    what = "σ" if solve == "noise-multiplier" else "the number of steps"
+    what = {"noise-multiplier": "σ", "epochs": "the number of steps", "batch-size": "the batch size B"}[solve]
     notes.append(
         f"Solved for {what} with {opt}'s certified upper end ("
         + (
@@ -1321,6 +1344,8 @@ def _scheme_inverse(v: dict) -> int:
         + (
             "σ/(1 + " + ("1e-06" if scheme in sch.ONE_BATCH else "0.001") + ") is that next value."
             if solve == "noise-multiplier"
+            else "The next value is max(1, 0.001·B) more records per batch, with its own ⌈E·N/B⌉ steps."
+            if solve == "batch-size"
             else (
                 "The next value is one more epoch (a partial epoch counts whole: the record may be in its batch)."
                 if scheme in sch.ONE_BATCH
