@@ -403,7 +403,7 @@ def columns(rows: list[dict], inverse: bool) -> list:
             Column("target_epsilon", "target ε"),
             Column("delta", "δ"),
             Column("batch_size", "B", "int"),
-            Column("rate", "q", safe="down"),  # (solved with B: never shown above B/N)
+            Column("rate", "q"),
             Column("max_batch_size", "B_max", "int"),
             Column("examples_per_user", "K", "int"),
             Column("noise_multiplier", "σ", safe="up"),
