@@ -275,15 +275,20 @@ def width_warnings(labels, lower, upper, met) -> list[str]:
     return out
 
 
-def check_wor_delta(deltas, option: str) -> None:
-    """Sampling without replacement is accounted by PLD alone, which answers from δ = 1e-12: refuse smaller δ."""
+def check_pld_delta(deltas, option: str, reason: str = "") -> None:
+    """What only the PLD engine accounts (``option`` names it) is refused below the δ it answers from (1e-12),
+    with ``reason`` in parentheses."""
     from dpcalc.core.pld import MIN_DELTA
 
     if deltas is not None and min(deltas) < MIN_DELTA:
+        why = f" ({reason.format(min_delta=f'{MIN_DELTA:g}')})" if reason else ""
         raise click.UsageError(
-            f"Invalid value for '--delta': {min(deltas):g} — with {option} δ must be in [{MIN_DELTA:g}, 1) "
-            f"(only the PLD engine covers sampling without replacement, and it answers from {MIN_DELTA:g})."
+            f"Invalid value for '--delta': {min(deltas):g} — with {option} δ must be in [{MIN_DELTA:g}, 1){why}."
         )
+
+
+#: Why sampling without replacement needs δ >= 1e-12.
+WOR_DELTA = "only the PLD engine covers sampling without replacement, and it answers from {min_delta}"
 
 
 def refuse_pld_gaps(eps, q, sigma, steps, delta, option: str) -> None:

@@ -175,7 +175,7 @@ def gaussian(
     refuse_width_without_pld(accountant)
     schemes = ["poisson", "without-replacement"] if scheme == "both" else [scheme]
     if "without-replacement" in schemes and orders is None:
-        c.check_wor_delta(delta, f"--scheme {scheme}")
+        c.check_pld_delta(delta, f"--scheme {scheme}", c.WOR_DELTA)
     if orders is not None:
         if scheme != "poisson":
             raise click.UsageError("Invalid value for '--orders': per-step RDP is available for --scheme poisson only.")
@@ -371,7 +371,6 @@ def _scheme_gaussian(v: dict) -> int:
     import numpy as np
 
     from dpcalc.cli import _schemes as sch
-    from dpcalc.core.pld import MIN_DELTA
 
     kind = v["kind"]
     opt = sch.option_of(kind)
@@ -384,10 +383,7 @@ def _scheme_gaussian(v: dict) -> int:
         )
     if kind == "truncated-poisson" and v["dataset_size"] is None:
         raise click.UsageError("--max-batch-size needs --dataset-size (the batch cap needs N; the batch is qN).")
-    if min(v["delta"]) < MIN_DELTA:
-        raise click.UsageError(
-            f"Invalid value for '--delta': {min(v['delta']):g} — with {opt} δ must be in [{MIN_DELTA:g}, 1)."
-        )
+    c.check_pld_delta(v["delta"], opt)
     m = c.mesh(
         sigma=v["sigma"],
         rate=v["rate"],

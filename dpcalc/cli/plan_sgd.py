@@ -223,7 +223,7 @@ def plan_sgd(
             )
 
     if scheme == "without-replacement":
-        c.check_wor_delta(delta, "--sampling without-replacement")
+        c.check_pld_delta(delta, "--sampling without-replacement", c.WOR_DELTA)
     if accountant == "rdp" and scheme == "without-replacement":
         raise click.UsageError(
             "Invalid value for '--accountant': rdp has no bound for --sampling without-replacement "
@@ -856,15 +856,17 @@ def _risk_inverse(v: dict) -> int:
     fpr = m.get("at_fpr")
     rtol = 1e-3
 
+    if solve != "batch-size":
+        q_all = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
+    if solve == "noise-multiplier":
+        t_all = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+
     def run_of(i, x):
         """(q, σ, T) of row i with the solved quantity at x."""
         if solve == "noise-multiplier":
-            q = m["rate"][i] if rate is not None else m["batch_size"][i] / m["dataset_size"][i]
-            t = m["steps"][i] if steps is not None else _steps_for(m, m["epochs"][i : i + 1], slice(i, i + 1))[0]
-            return float(q), float(x), int(t)
+            return float(q_all[i]), float(x), int(t_all[i])
         if solve == "epochs":
-            q = m["rate"][i] if rate is not None else m["batch_size"][i] / m["dataset_size"][i]
-            return float(q), float(m["sigma"][i]), int(x)
+            return float(q_all[i]), float(m["sigma"][i]), int(x)
         n = m["dataset_size"][i]
         t = sgd.steps_for_epochs(m["epochs"][i], n, float(x))
         return float(x) / float(n), float(m["sigma"][i]), int(np.asarray(t).reshape(-1)[0])
@@ -1043,7 +1045,6 @@ def _scheme_run(v: dict) -> int:
     from dpcalc.cli import _common as c
     from dpcalc.cli import _schemes as sch
     from dpcalc.core import sgd
-    from dpcalc.core.pld import MIN_DELTA
     from dpcalc.render import format_number
 
     scheme = v["scheme"]
@@ -1067,11 +1068,7 @@ def _scheme_run(v: dict) -> int:
             f"{opt} needs --dataset-size and --batch-size (the batches are made from N records; --rate alone does "
             "not say how)."
         )
-    if min(v["delta"]) < MIN_DELTA:
-        raise click.UsageError(
-            f"Invalid value for '--delta': {min(v['delta']):g} — with {opt} δ must be in [{MIN_DELTA:g}, 1) "
-            f"(the PLD engine answers from {MIN_DELTA:g})."
-        )
+    c.check_pld_delta(v["delta"], opt, "the PLD engine answers from {min_delta}")
     if v["target_epsilon"] is not None:
         refuse_unused("with --target-epsilon (an inverse search answers one row per setting)", "pld_width")
         return _scheme_inverse(v)

@@ -19,7 +19,7 @@ from . import _fp
 from ._arrays import all_scalar, checked, finish
 from ._fp import ULP, two_prod
 
-__all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity", "rdp"]
+__all__ = ["dp_tight", "dp_textbook", "pure", "gdp", "zcdp", "gaussian_sensitivity", "rdp", "rdp_span"]
 
 
 def _k(size):
@@ -124,12 +124,16 @@ def rdp(orders, curve, size):
     >>> o.tolist(), [round(x, 12) for x in r.tolist()]
     ([2.0, 4.0], [0.6, 1.2])
     """
-    k = int(_k(size))
     a = np.asarray(orders, float)
     r = np.asarray(curve, float)
-    if k == 1:
+    span = rdp_span(size)
+    if span == 1:
         return a, r
-    c = int(np.ceil(np.log2(k) - 1e-12))
-    keep = a >= 2.0 ** (c + 1)
-    scale = 3.0**c
-    return a[keep] / 2.0**c, np.nextafter(r[keep] * scale, np.inf)
+    keep = a >= 2.0 * span
+    return a[keep] / span, np.nextafter(r[keep] * 3.0 ** np.log2(span), np.inf)
+
+
+def rdp_span(size) -> float:
+    """2^c, the smallest power of two >= ``size``: the group [M17] Prop. 2 bounds ``size`` records with."""
+    k = int(_k(size))
+    return 1.0 if k == 1 else 2.0 ** int(np.ceil(np.log2(k) - 1e-12))

@@ -240,17 +240,18 @@ def user_level_interval(rate: float, sigma: float, steps: int, examples_per_user
 
 def user_level_rdp(rate: float, sigma: float, steps: int, examples_per_user: int, delta) -> np.ndarray:
     """An RDP upper bound on ε at each δ for user-level DP-SGD (K examples per user, each Poisson-sampled at
-    rate q): T steps of the subsampled Gaussian's RDP at orders α = 2^{c+1}·(1 … 2^{16−c}) (exact at integer
-    orders), then the group property for 2^c >= K ([M17] Prop. 2: order α/2^c, 3^c times the RDP), then
-    the (ε, δ) conversion. Looser than the PLD interval, and independent of it; K = 1 is example-level RDP."""
+    rate q): T steps of the subsampled Gaussian's RDP at orders α = 2^{c+1}·m (m = 1 … 64, 128 … 2048; exact
+    at integer orders), then the group property for 2^c >= K ([M17] Prop. 2: order α/2^c, 3^c times the RDP),
+    then the (ε, δ) conversion. Looser than the PLD interval, and independent of it; K = 1 is example-level
+    RDP (the default orders)."""
     from . import group, rdp
 
     k = int(examples_per_user)
-    c = int(np.ceil(np.log2(k) - 1e-12)) if k > 1 else 0
-    base = 2.0 ** (c + 1) if k > 1 else 1.0
-    orders = np.unique(np.concatenate([base * np.arange(1, 65, dtype=float), base * 2.0 ** np.arange(6, 12)]))
+    span = group.rdp_span(k)
     if k == 1:
         orders = rdp.DEFAULT_ORDERS
+    else:
+        orders = 2.0 * span * np.concatenate([np.arange(1, 65, dtype=float), 2.0 ** np.arange(7, 12)])
     curve = int(steps) * rdp.subsampled_gaussian(orders, float(rate), float(sigma))
     o, r = group.rdp(orders, np.nextafter(curve, np.inf), k)
     d = _delta(delta)

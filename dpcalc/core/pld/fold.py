@@ -69,6 +69,13 @@ def _tail_bounds(k: int, p: float, lo: int, hi: int) -> tuple[float, float]:
     return below, above
 
 
+def _q_masses(p: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """Q-masses p·e^{−ℓ} of the atoms, for the record (the discretisations read P-masses and losses only);
+    formed in log space, capped at the largest double where a large negative loss would overflow."""
+    with np.errstate(divide="ignore"):
+        return np.exp(np.minimum(np.log(p) - losses, 709.0))
+
+
 def fold(d: Direction, k: int, tail: float, kind: str) -> Direction | None:
     """The k-fold composition of the two-atom step ``d`` as one atom step, rounded for ``kind``
     ("upper": dominating; "lower": dominated). Binomial tails beyond ``tail`` (each) are moved or
@@ -132,7 +139,7 @@ def fold(d: Direction, k: int, tail: float, kind: str) -> Direction | None:
         return Direction(
             lo=float(losses[0] + l_err[0]),
             hi=float(losses[-1] + l_err[-1]),
-            atoms=(losses + l_err, mass, mass * np.exp(-losses)),
+            atoms=(losses + l_err, mass, _q_masses(mass, losses)),
             p_inf=float((p_inf_k + p_err + above) * (1 + 4 * _U)),
         )
     scale = f * (1 - 2 * f_err - 4 * _U) * max(1.0 - below - above, 0.0) / (s * (1 + s_err))
@@ -140,6 +147,6 @@ def fold(d: Direction, k: int, tail: float, kind: str) -> Direction | None:
     return Direction(
         lo=float(losses[0] - l_err[0]),
         hi=float(losses[-1] - l_err[-1]),
-        atoms=(losses - l_err, mass, mass * np.exp(-losses)),
+        atoms=(losses - l_err, mass, _q_masses(mass, losses)),
         p_inf=float(max((p_inf_k - p_err) * (1 - 4 * _U), 0.0)),
     )
