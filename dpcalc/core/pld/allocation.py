@@ -79,7 +79,11 @@ FIRST_WINDOW = 1 << 14
 
 #: Most grid points of a partial sum's window, and of the final convolution's tail part.
 MAX_WINDOW = 1 << 17
-MAX_TAIL = 1 << 22
+MAX_TAIL = 1 << 21
+
+#: Most multiply-adds of one direct convolution (about a quarter of a second here): beyond it the
+#: construction declines (:class:`AllocationTooLarge`) rather than run for minutes.
+MAX_WORK = 3e8
 
 
 class AllocationTooLarge(ValueError):
@@ -151,6 +155,25 @@ def _spread(sigma: float, edges: np.ndarray, H: float):
     return k0, out * (1 + 2 * _U)
 
 
+#: Masses below this leave the window (to 0 and infinity, by g(x) <= g(0) + s·x): products of two stay
+#: normal doubles (subnormal arithmetic is a hundred times slower, and loses relative precision).
+TINY = 1e-150
+
+
+def _flush(s: _Sum) -> _Sum:
+    """Send the window's masses below :data:`TINY` to the 0-atom (their mass) and to infinity (their mean):
+    a convex-order move. Products of what is left never underflow, except those of pairs below 1e-154 each
+    — there are none — so the relative error bounds of the convolutions hold."""
+    tiny = (s.m < TINY) & (s.m > 0)
+    if np.any(tiny):
+        x = (s.i0 + np.flatnonzero(tiny)) * s.H
+        w = s.m[tiny]
+        s.zero += float(np.sum(w)) * (1 + 4 * _U) + 1e-300
+        s.inf += float(np.sum(w * x)) * (1 + 4 * _U) + 1e-300
+        s.m = np.where(tiny, 0.0, s.m)
+    return s
+
+
 def _coarsen(s: _Sum) -> tuple[_Sum, float]:
     """The grid 2H: a mass at an odd point goes half to each neighbour (a spread). Relative error 3u."""
     m = s.m
@@ -164,7 +187,7 @@ def _coarsen(s: _Sum) -> tuple[_Sum, float]:
     half = 0.5 * m[1::2]
     new[:-1] += half
     new[1:] += half
-    return _Sum(2 * s.H, i0 // 2, new, s.zero, s.inf, s.draws), 3 * _U
+    return _flush(_Sum(2 * s.H, i0 // 2, new, s.zero, s.inf, s.draws)), 3 * _U
 
 
 def _trim(s: _Sum, budget_zero: float, budget_inf: float) -> tuple[_Sum, float]:
@@ -198,7 +221,7 @@ def _trim(s: _Sum, budget_zero: float, budget_inf: float) -> tuple[_Sum, float]:
         new[c] += float(ge[c + 1]) * (1 + g)
         new = new[: c + 1]
     new = new[f:]
-    return _Sum(H, i0 + f, new, zero, inf, s.draws), g
+    return _flush(_Sum(H, i0 + f, new, zero, inf, s.draws)), g
 
 
 def _same_grid(a: _Sum, b: _Sum, rel: list) -> tuple[_Sum, _Sum]:
@@ -242,6 +265,8 @@ def _split_conv(a: np.ndarray, b: np.ndarray, rel: list) -> np.ndarray:
     the FFT's error bound (relative to the light part's ℓ₂ norm, so small beside every budget)."""
     n = a.size + b.size - 1
     if min(a.size, b.size) < 2048:
+        if float(a.size) * float(b.size) > MAX_WORK:
+            raise AllocationTooLarge("convolution")
         rel.append((min(a.size, b.size) + 2) * _U)
         return np.convolve(a, b)
 
@@ -251,6 +276,8 @@ def _split_conv(a: np.ndarray, b: np.ndarray, rel: list) -> np.ndarray:
         return v.size - k
 
     ka, kb = cut(a), cut(b)
+    if float(ka) * float(kb) > MAX_WORK:
+        raise AllocationTooLarge("convolution")
     out = np.zeros(n)
     core = np.convolve(a[:ka], b[:kb])
     rel.append((min(ka, kb) + 2) * _U)
@@ -333,6 +360,10 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     h = 2.0 ** np.floor(np.log2(sd_w / rho))
     if c_b / h > FIRST_WINDOW:
         h = 2.0 ** np.ceil(np.log2(c_b / FIRST_WINDOW))
+    # The final grid is about the sum's spread over ρ (at least h): a tail grid far beyond what fits is
+    # declined now, before the powering.
+    if (c_max - c_b) / max(h, sd_w * np.sqrt(max(t - 1, 1)) / (4 * rho)) > 4 * MAX_TAIL:
+        raise AllocationTooLarge("tail grid")
     n_b = int(np.ceil(c_b / h))
     c_b = n_b * h  # exact grid point; p_b, E[W 1{W > C_b}] recomputed below with bounds
     k0, body = _spread(s, np.arange(n_b + 1) * h, h)
@@ -385,12 +416,11 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     j2_inf = (tp * mt_hi + tp * tp / 2.0) * (1 + 4 * _U)
 
     # S = rest + X: rest * β_H directly, rest * (t·τ) by FFT (its errors are relative to the tail's
-    # tiny mass); X's tail weight t·(1 − p_b)^{t−1} <= t is overstated. rest's 0-atom and infinity carried.
+    # tiny mass, and it has no underflow to fear); X's tail weight t·(1 − p_b)^{t−1} <= t is overstated.
+    # rest's 0-atom and infinity carried.
     parts = [(rest.i0 + beta_h.i0, np.convolve(rest.m, beta_h.m))]
     rel.append((min(rest.m.size, beta_h.m.size) + 2) * _U)
-    parts.append((rest.i0 + t0, _fft_conv(rest.m, t * tau) if tau.size > 256 else np.convolve(rest.m, t * tau)))
-    if tau.size <= 256:
-        rel.append((min(rest.m.size, tau.size) + 2) * _U)
+    parts.append((rest.i0 + t0, _fft_conv(rest.m, t * tau)))
     j0 = min(o for o, _ in parts)
     top = max(o + a.size for o, a in parts)
     conv = np.zeros(top - j0)
@@ -447,7 +477,7 @@ def _fft_conv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     n = a.size + b.size - 1
     size = 1 << int(np.ceil(np.log2(n)))
     out = np.fft.irfft(np.fft.rfft(a, size) * np.fft.rfft(b, size), size)[:n]
-    err = 10.0 * _U * np.log2(size) * float(np.linalg.norm(a)) * float(np.linalg.norm(b)) * (1 + 1e-6)
+    err = 10.0 * _U * np.log2(size) * float(np.linalg.norm(a)) * float(np.linalg.norm(b)) * (1 + 1e-6) + 1e-300
     return np.maximum(out, 0.0) + err
 
 
