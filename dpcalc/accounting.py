@@ -55,7 +55,8 @@ from dpcalc.model import (
 class Part:
     """One accounted part: a normalised object and how many times it runs."""
 
-    #: gauss | zcdp | pure | laplace | sgauss | wgauss | tgauss | ugauss | curve | dp | dgauss | dlaplace | rr | br
+    #: gauss | zcdp | pure | laplace | sgauss | wgauss | tgauss | ugauss | ragauss | curve | dp | dgauss | dlaplace
+    #: | rr | br (ragauss: one balls-in-bins epoch of a Gaussian, μ = Δ/σ, noise multiplier ``sigma``, ``size`` batches)
     kind: str
     times: int
     mu: float = 0.0  # gauss: Δ/σ (also GDP μ)
@@ -119,6 +120,18 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         return [Part("dp", times, epsilon=obj.epsilon, delta=obj.delta)]
     if isinstance(obj, RDPCurve):
         return [Part("curve", times, orders=obj.orders, values=obj.values)]
+    if isinstance(obj, Shuffled) and obj.batches is not None:  # balls-in-bins epochs, amplified (PLD only)
+        g = obj.inner
+        return [
+            Part(
+                "ragauss",
+                times * obj.epochs,
+                mu=float(_fp.div_up(g.sensitivity, g.sigma)),
+                sigma=g.sigma / g.sensitivity,
+                size=obj.batches,
+                scheme=obj.scheme,
+            )
+        ]
     if isinstance(obj, Shuffled):  # one batch per epoch: E Gaussian mechanisms on the record, no amplification
         # The parts keep the scheme: their GDP total is exact for the Gaussians, an upper bound for the scheme.
         return [dataclasses.replace(q, scheme=obj.scheme) for q in flatten(obj.inner, times * obj.epochs, where)]
@@ -383,7 +396,10 @@ class Total:
 
 
 #: Part kinds the PLD engine can account for.
-PLD_KINDS = ("gauss", "laplace", "sgauss", "wgauss", "tgauss", "ugauss", "dp", "pure", "dgauss", "dlaplace", "rr", "br")
+PLD_KINDS = (
+    "gauss", "laplace", "sgauss", "wgauss", "tgauss", "ugauss", "ragauss",
+    "dp", "pure", "dgauss", "dlaplace", "rr", "br",
+)  # fmt: skip
 
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without
 #: replacement, truncated Poisson, user level.
@@ -419,16 +435,17 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     from dpcalc.risk import mechanisms
 
     try:
-        mechs = mechanisms(parts)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
+        mechs = mechanisms(parts, delta)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
         with np.errstate(all="ignore"):
             ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    # A truncated-Poisson part's pair dominates the scheme but is not the output of two datasets: the engine's
-    # lower end is that pair's, not a lower bound on the scheme's ε, so none is reported.
-    lower = None if any(p.kind == "tgauss" for p in parts) else float(ans.lower[0])
+    # A truncated-Poisson part's pair (and a balls-in-bins epoch's convex-order construction) dominates the
+    # scheme but is not the output of two datasets: the engine's lower end is that pair's, not a lower bound
+    # on the scheme's ε, so none is reported.
+    lower = None if any(p.kind in ("tgauss", "ragauss") for p in parts) else float(ans.lower[0])
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
 
@@ -462,6 +479,7 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
             raise _no_pld_error()
     if pld_only:
         return totals  # the other methods have no bound for such parts
+    parts = group_parts(unamplified(parts))  # the other methods bound balls-in-bins epochs without amplification
     dp_parts = [p for p in parts if p.kind == "dp"]
     rest = [p for p in parts if p.kind != "dp"]
     dp_eps = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in dp_parts])
@@ -546,6 +564,12 @@ def _rho(p: Part) -> float:
     return float(_fp.mul_up(float(p.times), float(per)))
 
 
+def unamplified(parts: Iterable[Part]) -> list[Part]:
+    """The parts with each balls-in-bins epoch (ragauss) as the Gaussian mechanism it runs on the record, μ = Δ/σ
+    (scheme kept: its GDP total is then an upper bound, not exact): how every method but PLD bounds it."""
+    return [Part("gauss", p.times, mu=p.mu, scheme=p.scheme) if p.kind == "ragauss" else p for p in parts]
+
+
 def tightest(totals: list[Total]) -> Total:
     """The smallest ε among sound totals at the requested δ (basic at a smaller δ also qualifies)."""
     return min(totals, key=lambda t: t.epsilon)
@@ -581,6 +605,8 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
             found[i].append(t)
         elif parts[i].kind in PLD_ONLY_KINDS:
             raise _no_pld_error()
+    parts = unamplified(parts)  # the closed forms and RDP: balls-in-bins epochs as Gaussian mechanisms
+    idx = {k: [i for i, p in enumerate(parts) if p.kind == k] for k in {p.kind for p in parts}}
     for gauss in _chunks(pick(("gauss",))):
         mu = np.array([_gauss_mu([parts[i]]) for i in gauss])
         e = np.atleast_1d(_gdp.epsilon(mu, np.full(mu.shape, delta)))
@@ -633,6 +659,7 @@ def shares(parts: Sequence[Part], delta: float, counts: Sequence[int] | None = N
     """
     n = len(parts)
     k = np.ones(n) if counts is None else np.asarray(counts, float)
+    parts = unamplified(parts)
 
     def normalised(w: np.ndarray) -> list[float]:
         total = w.sum()

@@ -24,7 +24,9 @@ Sampling schemes of a DP-SGD run (gaussian releases, ``noise_multiplier`` or ``s
 ``user-level`` needs ``rate`` and ``examples_per_user``; both add-remove neighbours and accounted by the
 PLD engine. ``shuffle`` and ``balls-in-bins`` need ``epochs`` (each record in one batch per epoch; no
 ``rate``: no amplification is assumed, so ``times`` counts whole runs) and a ledger with
-``neighbours = "substitution"``. A field another scheme needs is refused.
+``neighbours = "substitution"``. ``balls-in-bins`` with ``batches`` (k batches per epoch) is instead
+amplified by random allocation — add/remove neighbours, accounted by the PLD engine (the other
+accountants bound it unamplified). A field another scheme needs is refused.
 
 Discrete mechanisms take the fields of their JSON objects: discrete_gaussian sigma and
 (integer) sensitivity; discrete_laplace scale and sensitivity; randomized_response epsilon
@@ -94,7 +96,7 @@ MECHANISMS = {
 }
 DISCRETE = ("discrete_gaussian", "discrete_laplace", "randomized_response", "bounded_range")
 COMMON = {
-    "name", "mechanism", "times", "rate", "sampling", "note", "epochs", "dataset_size", "max_batch_size",
+    "name", "mechanism", "times", "rate", "sampling", "note", "epochs", "batches", "dataset_size", "max_batch_size",
     "examples_per_user",
 }  # fmt: skip
 #: Every sampling value a release may give.
@@ -341,12 +343,28 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
                 f"{where}: sampling {sampling!r} takes no 'rate' (no amplification is assumed: each record is in one "
                 "batch per epoch); give 'epochs'"
             )
-        if neighbours != "substitution":
+        batches = None
+        if "batches" in r:
+            if sampling != "balls-in-bins":
+                raise ObjectError(f"{where}: field 'batches' goes with sampling 'balls-in-bins', not {sampling!r}")
+            batches = count(r, "batches", where, default=None)
+            if neighbours != "add-remove":
+                raise ObjectError(
+                    f"{where}: balls-in-bins with 'batches' (amplified by random allocation) is analysed with "
+                    f"add-remove neighbours, but the ledger says neighbours = {neighbours!r} (without 'batches' it is "
+                    "accounted unamplified under substitution)"
+                )
+        elif neighbours != "substitution":
             raise ObjectError(
                 f"{where}: {sampling} sampling is analysed with substitution (or zero-out) neighbours, but the ledger "
-                f"says neighbours = {neighbours!r} (dpcalc makes no claim for it under add/remove)"
+                f"says neighbours = {neighbours!r} (dpcalc makes no claim for it under add/remove"
+                + (
+                    "; balls-in-bins with 'batches', the batches per epoch, is accounted under add/remove)"
+                    if sampling == "balls-in-bins"
+                    else ")"
+                )
             )
-        obj = Shuffled(obj, count(r, "epochs", where, default=None), sampling)
+        obj = Shuffled(obj, count(r, "epochs", where, default=None), sampling, batches)
     elif "rate" in r:
         rate = _number(r, "rate", where, high=1.0)
         extra = scheme_fields(r, sampling, where)
@@ -393,7 +411,8 @@ def describe(obj: Any) -> str:
         )
         return f"{describe(obj.inner)}, {obj.scheme} q={obj.rate:g}{extra}"
     if isinstance(obj, Shuffled):
-        return f"{describe(obj.inner)}, {obj.scheme} {obj.epochs} epochs"
+        k = f" of {obj.batches} batches" if obj.batches is not None else ""
+        return f"{describe(obj.inner)}, {obj.scheme} {obj.epochs} epochs{k}"
     if isinstance(obj, Gaussian):
         return f"gaussian σ={obj.sigma:g} Δ={obj.sensitivity:g}"
     if isinstance(obj, Laplace):

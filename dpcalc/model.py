@@ -178,14 +178,22 @@ EPOCH_SCHEMES = ("shuffle", "balls-in-bins")
 class Shuffled:
     """A Gaussian mechanism run for ``epochs`` epochs in which every record is in exactly one batch per epoch
     (shuffled epochs, or balls-in-bins), under substitution or zero-out neighbours. Accounted without
-    amplification: exactly ``epochs`` Gaussian mechanisms on the record (√E·Δ/σ-GDP)."""
+    amplification: exactly ``epochs`` Gaussian mechanisms on the record (√E·Δ/σ-GDP).
+
+    Balls-in-bins with ``batches`` (k batches per epoch) is stated for add/remove neighbours (the same as
+    zero-out there) and accounted with amplification by random allocation: the PLD engine on the pair of
+    :mod:`dpcalc.core.pld.allocation` (the other methods keep the unamplified GDP bound)."""
 
     inner: Any
     epochs: int
     scheme: str  # one of EPOCH_SCHEMES
+    batches: int | None = None  # balls-in-bins only: batches per epoch, for the amplified bound
 
     def to_dict(self) -> dict[str, Any]:
-        return {"type": "shuffled", "scheme": self.scheme, "epochs": self.epochs, "inner": self.inner.to_dict()}
+        d = {"type": "shuffled", "scheme": self.scheme, "epochs": self.epochs, "inner": self.inner.to_dict()}
+        if self.batches is not None:
+            d["batches"] = self.batches
+        return d
 
 
 @dataclass(frozen=True)
@@ -307,7 +315,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "zcdp": ("rho",),
     "rdp": ("orders", "values"),
     "subsampled": ("rate", "scheme", "neighbours", "inner", "dataset_size", "max_batch_size", "examples_per_user"),
-    "shuffled": ("scheme", "epochs", "inner"),
+    "shuffled": ("scheme", "epochs", "inner", "batches"),
     "composed": ("parts",),
 }
 #: Largest exact count: integers above 2^53 cannot all be told apart once they pass through a float.
@@ -523,7 +531,12 @@ def from_dict(d: Any, where: str = "object"):
         inner = from_dict(d.get("inner"), f"{where} inner")
         if not isinstance(inner, Gaussian):
             raise ObjectError(f"{where}: the inner mechanism of a shuffled object must be a gaussian")
-        return Shuffled(inner, count(d, "epochs", where, default=None), scheme)
+        batches = None
+        if "batches" in d:
+            if scheme != "balls-in-bins":
+                raise ObjectError(f"{where}: field 'batches' goes with scheme 'balls-in-bins', not {scheme!r}")
+            batches = count(d, "batches", where, default=None)
+        return Shuffled(inner, count(d, "epochs", where, default=None), scheme, batches)
     parts = d.get("parts")
     if not isinstance(parts, list) or not parts:
         raise ObjectError(f"{where}: 'parts' must be a non-empty list")

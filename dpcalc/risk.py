@@ -24,12 +24,16 @@ class Case:
     mu: float | None = None
     mechs: list | None = None
     label: str = ""
+    #: The PLD pair dominates the mechanism without being the output of two datasets (truncated Poisson, a
+    #: balls-in-bins epoch): its sound-side readings hold for the mechanism, its other ends are not shown.
+    dominating: bool = False
 
 
-def mechanisms(parts) -> list | None:
+def mechanisms(parts, delta: float | None = None) -> list | None:
     """The PLD engine's mechanisms for accounting parts (:class:`dpcalc.accounting.Part`), or None when a part
     has no PLD here (zCDP, RDP curves). Discrete mechanisms map to their own directions
-    (:mod:`dpcalc.core.pld.discrete`); a discrete Gaussian whose σ is past its sums' range raises ValidationError."""
+    (:mod:`dpcalc.core.pld.discrete`); a discrete Gaussian whose σ is past its sums' range raises ValidationError.
+    ``delta``: the smallest δ the total is read at (a balls-in-bins epoch's construction depends on it)."""
     from dpcalc.accounting import PLD_KINDS
     from dpcalc.core import pld
 
@@ -53,8 +57,8 @@ def mechanisms(parts) -> list | None:
             mechs.append((pld.randomized_response(p.epsilon, p.k), p.times))
         elif p.kind == "br":
             mechs.append((pld.bounded_range(p.epsilon), p.times))
-        elif p.kind in ("tgauss", "ugauss"):
-            mechs.append((_scheme_directions(p), p.times))
+        elif p.kind in ("tgauss", "ugauss", "ragauss"):
+            mechs.append((_scheme_directions(p, delta), p.times))
         elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
             sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
             mechs.append((sub(1.0 / p.scale, p.rate), p.times))
@@ -63,14 +67,21 @@ def mechanisms(parts) -> list | None:
     return mechs
 
 
-def _scheme_directions(p):
-    """The PLD directions of a truncated-Poisson (tgauss) or user-level (ugauss) step (docs/sampling.md): the
-    same pairs as plan-sgd's upper end; B_max > N is Poisson sampling (no batch is ever cut)."""
+def _scheme_directions(p, delta: float | None = None):
+    """The PLD directions of a truncated-Poisson (tgauss) or user-level (ugauss) step, or of a balls-in-bins
+    epoch (ragauss; its construction's budget from ``delta``, the smallest δ it is read at, as plan-sgd has
+    it — None: the engine's smallest) (docs/sampling.md): the same pairs as plan-sgd's upper end; B_max > N is
+    Poisson sampling (no batch is ever cut)."""
     from dpcalc.core import pld
     from dpcalc.core.pld import sampling as S
 
     if p.kind == "ugauss":
         return S.user_level_gaussian(p.rate, p.sigma, p.size)
+    if p.kind == "ragauss":  # one balls-in-bins epoch (amplified; unamplified where the grids do not fit)
+        from dpcalc.core.sampling import balls_in_bins_pair
+
+        pair = balls_in_bins_pair(p.size, p.times, p.sigma, pld.MIN_DELTA if delta is None else delta)
+        return pld.gaussian(p.mu) if pair is None else pair
     if p.cap > p.size:
         return pld.subsampled_gaussian(p.rate, p.sigma)
     return S.truncated_poisson_gaussian(p.rate, p.sigma, [p.size - 1, p.size], p.cap)
@@ -81,7 +92,8 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
     if parts and all(p.kind == "gauss" for p in parts):
         return Case(base, mu=float(np.sqrt(sum(p.times * p.mu * p.mu for p in parts))), label=label)
     mechs = mechanisms(parts)
-    return None if mechs is None else Case(base, mechs=mechs, label=label)
+    dominating = any(p.kind in ("tgauss", "ragauss") for p in parts)
+    return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=dominating)
 
 
 def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dict], list[str]]:
@@ -125,6 +137,9 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
                     advantage=a_hi,
                     advantage_lower=a_lo,
                 )
+            if case.dominating:  # the pair's other ends are not bounds on the mechanism
+                gone = ("beta_upper",) if target == "tradeoff" else ("tpr_lower", "advantage_lower")
+                row.update(dict.fromkeys(gone))
             row.update(method=method, bound=bound)
             out.append(row)
     if target == "tradeoff":
@@ -151,6 +166,12 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
             "and max TPR−FPR its advantage (δ at ε = 0). pld rows: certified upper bounds, with TPR ≥ and adv. ≥ "
             "the certified lower ends (what the worst case reaches); gdp rows are exact (μ-GDP)."
         ]
+    if any(c.dominating for c in cases):
+        notes.append(
+            "A truncated-Poisson or balls-in-bins release is read on a pair that dominates it without being the "
+            "output of two datasets: its sound side is shown, its other end (β ≤, TPR ≥, adv. ≥) is not a bound "
+            "on the release and is left empty."
+        )
     if all(c.mu is not None for c in cases):  # exact rows only: no interval columns
         drop = {"beta_upper", "tpr_lower", "advantage_lower"}
         cols = [c for c in cols if c.key not in drop]

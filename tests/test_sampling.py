@@ -178,15 +178,26 @@ def test_truncated_poisson_upper_grows_as_the_cap_falls():
 # --------------------------------------------------------------------------- shuffle and balls-in-bins
 
 
-@pytest.mark.parametrize("fn", [S.shuffle_interval, S.balls_in_bins_interval])
-def test_shuffle_upper_is_exact_gdp_and_lower_below(fn):
+def test_shuffle_upper_is_exact_gdp_and_lower_below():
     epochs, delta = 5, np.array([1e-5, 1e-8])
-    r = fn(N, B, epochs, SIGMA, delta)
+    r = S.shuffle_interval(N, B, epochs, SIGMA, delta)
     exact = gdp.epsilon(np.sqrt(epochs) / SIGMA, delta)
     assert np.allclose(r.upper, exact, rtol=1e-9)
     assert np.all(r.upper >= exact * (1 - 1e-12))  # certified: at or above the exact value
     assert np.all(0 < r.lower) and np.all(r.lower <= r.upper)
     assert r.method == "gdp-no-amplification" and r.bound == "upper" and r.lower_method == "pld-max-statistic"
+
+
+def test_balls_in_bins_upper_is_amplified_and_lower_below():
+    epochs, delta = 5, np.array([1e-5, 1e-8])
+    r = S.balls_in_bins_interval(N, B, epochs, SIGMA, delta)
+    exact = gdp.epsilon(np.sqrt(epochs) / SIGMA, delta)
+    assert np.all(r.upper < exact / 2)  # amplified
+    assert np.all(0 < r.lower) and np.all(r.lower <= r.upper)
+    assert r.method == ("pld-random-allocation",) * 2 and r.bound == "upper" and r.lower_method == "pld-max-statistic"
+    # one batch per epoch (B >= N): nothing to amplify — the exact GDP bound answers, method per δ says so
+    one = S.balls_in_bins_interval(100, 100, epochs, SIGMA, delta)
+    assert np.allclose(one.upper, exact, rtol=1e-9) and one.method == ("gdp-no-amplification",) * 2
 
 
 def test_shuffle_one_batch_is_gaussian():

@@ -50,8 +50,8 @@ def one_row(args: str) -> tuple[dict, dict]:
     return d["rows"][0], d
 
 
-@pytest.mark.parametrize("scheme", ["shuffle", "balls-in-bins"])
-def test_one_batch_per_epoch_schemes_rows_and_exact_gdp_upper(scheme):
+def test_shuffle_rows_and_exact_gdp_upper():
+    scheme = "shuffle"
     row, d = one_row(f"plan-sgd {RUN} --sampling {scheme}")
     assert row["scheme"] == scheme
     assert (row["method"], row["bound"], row["lower_method"]) == ("gdp-no-amplification", "upper", "pld-max-statistic")
@@ -60,7 +60,7 @@ def test_one_batch_per_epoch_schemes_rows_and_exact_gdp_upper(scheme):
     mu = math.sqrt(E) / SIGMA
     assert row["epsilon"] == float(exact.gaussian_interval(np.array([mu]), np.array([DELTA]))[1][0])
     # And it is the core's interval, both ends.
-    core = getattr(S, scheme.replace("-", "_") + "_interval")(N, B, E, SIGMA, DELTA)
+    core = S.shuffle_interval(N, B, E, SIGMA, DELTA)
     assert (row["epsilon_lower"], row["epsilon"]) == (float(core.lower[0]), float(core.upper[0]))
     # Never Poisson's number: the warning says so, and the upper end is far above it.
     assert any("not a bound for this scheme" in w for w in d["warnings"])
@@ -75,6 +75,40 @@ def test_one_batch_per_epoch_schemes_rows_and_exact_gdp_upper(scheme):
         }
     ]
     assert any("substitution or zero-out" in n.lower() or "zero-out" in n for n in d["notes"])
+
+
+def test_balls_in_bins_rows_amplified_upper():
+    row, d = one_row(f"plan-sgd {RUN} --sampling balls-in-bins")
+    assert row["scheme"] == "balls-in-bins"
+    assert (row["method"], row["bound"], row["lower_method"]) == ("pld-random-allocation", "upper", "pld-max-statistic")
+    assert 0 < row["epsilon_lower"] <= row["epsilon"]
+    # Amplified: far below the unamplified √E/σ-GDP bound, at most Poisson's at q = 1/k (Feldman & Shenfeld
+    # 2026: random allocation is at least as private), and inside Feldman & Shenfeld's own range for this
+    # run — pld-accounting 2.0, gaussian_allocation_epsilon_range(δ=1e-5, σ=1, num_steps=94,
+    # num_epochs=3) = (upper 1.01178, lower 0.97073), measured 2026-12-01.
+    gdp = float(exact.gaussian_interval(np.array([math.sqrt(E) / SIGMA]), np.array([DELTA]))[1][0])
+    k = -(-N // B)
+    poisson = float(sgd.tight_interval(1 / k, SIGMA, E * k, DELTA).upper[0])
+    assert row["epsilon"] < gdp / 2
+    assert 0.97073 <= row["epsilon"] <= min(poisson, 1.01178)
+    core = S.balls_in_bins_interval(N, B, E, SIGMA, DELTA)
+    assert (row["epsilon_lower"], row["epsilon"]) == (float(core.lower[0]), float(core.upper[0]))
+    assert not any("not a bound for this scheme" in w for w in d["warnings"])
+    # The object piped on carries the k batches per epoch, and composes to the same digits.
+    assert d["objects"] == [
+        {
+            "type": "shuffled",
+            "scheme": "balls-in-bins",
+            "epochs": E,
+            "inner": {"type": "gaussian", "sigma": SIGMA, "sensitivity": 1.0},
+            "batches": k,
+        }
+    ]
+    r = CliRunner().invoke(cli, ["compose", "--delta", str(DELTA), "--json"], input=json.dumps(d))
+    assert r.exit_code == 0, r.stderr
+    tot = json.loads(r.stdout)["rows"][0]
+    assert (tot["method"], tot["epsilon"], tot.get("epsilon_lower")) == ("pld", row["epsilon"], None)
+    assert any("add/remove" in n.lower() for n in d["notes"])
 
 
 def test_shuffle_warning_goes_to_stderr_in_table_mode():
@@ -188,7 +222,7 @@ def _forward_upper(args: str) -> float:
     "extra, target",
     [
         ("--sampling shuffle", 8.0),
-        ("--sampling balls-in-bins", 8.0),
+        ("--sampling balls-in-bins", 2.0),
         ("--max-batch-size 70", 2.0),
         ("--examples-per-user 2", 3.0),
     ],
@@ -215,7 +249,13 @@ def test_inverse_sigma_closed_form_for_shuffle():
 
 
 @pytest.mark.parametrize(
-    "extra, target", [("--sampling shuffle", 8.0), ("--max-batch-size 70", 6.0), ("--examples-per-user 2", 3.0)]
+    "extra, target",
+    [
+        ("--sampling shuffle", 8.0),
+        ("--sampling balls-in-bins", 2.0),
+        ("--max-batch-size 70", 6.0),
+        ("--examples-per-user 2", 3.0),
+    ],
 )
 def test_inverse_epochs_meets_target(extra, target):
     row, _ = one_row(f"plan-sgd {NB} --noise-multiplier {SIGMA} --delta {DELTA} --target-epsilon {target} {extra}")
@@ -224,12 +264,14 @@ def test_inverse_epochs_meets_target(extra, target):
     base = f"plan-sgd {NB} --noise-multiplier {SIGMA} --delta {DELTA} {extra}"
     assert _forward_upper(f"{base} --steps {row['steps']}") <= target
     assert _forward_upper(f"{base} --steps {row['checked_next']}") > target
-    if "shuffle" in extra:  # whole epochs of k = 94 batches
+    if "shuffle" in extra or "balls-in-bins" in extra:  # whole epochs of k = 94 batches
         assert row["steps"] % 94 == 0 and row["checked_next"] == row["steps"] + 94
         assert row["epochs"] == row["steps"] // 94
 
 
-@pytest.mark.parametrize("extra, target", [("--max-batch-size 70", 4.0), ("--examples-per-user 2", 3.0)])
+@pytest.mark.parametrize(
+    "extra, target", [("--max-batch-size 70", 4.0), ("--examples-per-user 2", 3.0), ("--sampling balls-in-bins", 1.0)]
+)
 def test_inverse_batch_size_meets_target_with_its_steps(extra, target):
     row, d = one_row(f"plan-sgd --dataset-size {N} --epochs {E} --noise-multiplier {SIGMA} --delta {DELTA} "
                      f"--target-epsilon {target} {extra}")  # fmt: skip
@@ -347,13 +389,31 @@ def _ledger(tmp_path, text: str):
 
 @pytest.mark.parametrize("scheme", ["shuffle", "balls-in-bins"])
 def test_ledger_holds_a_shuffled_run(tmp_path, scheme):
+    # Without 'batches' (substitution neighbours) both are the unamplified √E/σ-GDP bound: shuffle's row.
     r = _ledger(tmp_path, LEDGER_SHUFFLE.format(nb="substitution", sampling=scheme, extra=f"epochs = {E}"))
     assert r.exit_code == 0, r.stderr
     d = json.loads(r.stdout)
     entry = [x for x in d["rows"] if x["row"] == "entry"][0]
-    row, _ = one_row(f"plan-sgd {RUN} --sampling {scheme}")
+    row, _ = one_row(f"plan-sgd {RUN} --sampling shuffle")
     assert entry["epsilon"] == row["epsilon"] and entry["bound"] == "upper"
     assert f"{scheme} {E} epochs" in entry["mechanism"]
+
+
+def test_ledger_holds_an_amplified_balls_in_bins_run(tmp_path):
+    k = -(-N // B)
+    r = _ledger(
+        tmp_path, LEDGER_SHUFFLE.format(nb="add-remove", sampling="balls-in-bins", extra=f"epochs = {E}\nbatches = {k}")
+    )
+    assert r.exit_code == 0, r.stderr
+    d = json.loads(r.stdout)
+    entry = [x for x in d["rows"] if x["row"] == "entry"][0]
+    row, _ = one_row(f"plan-sgd {RUN} --sampling balls-in-bins")
+    assert (entry["epsilon"], entry["bound"], entry["method"]) == (row["epsilon"], "upper", "pld")
+    assert f"balls-in-bins {E} epochs of {k} batches" in entry["mechanism"]
+    # 'batches' needs add-remove neighbours, and goes with balls-in-bins only: one Error line, exit 2.
+    for nb, sampling in (("substitution", "balls-in-bins"), ("add-remove", "shuffle")):
+        bad = _ledger(tmp_path, LEDGER_SHUFFLE.format(nb=nb, sampling=sampling, extra=f"epochs = {E}\nbatches = {k}"))
+        assert bad.exit_code == 2 and "batches" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
 LEDGER_PLD = """

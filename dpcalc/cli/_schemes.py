@@ -16,9 +16,10 @@ METHOD = {
     "truncated-poisson": "pld-truncated-poisson",
     "user-level": "pld-user-level",
     "shuffle": "gdp-no-amplification",
-    "balls-in-bins": "gdp-no-amplification",
+    "balls-in-bins": "pld-random-allocation",
 }
-#: Schemes whose records sit in exactly one batch per epoch (upper end: √E/σ-GDP, no amplification).
+#: Schemes whose records sit in exactly one batch per epoch (whole epochs; shuffle's upper end is √E/σ-GDP,
+#: no amplification; balls-in-bins' the amplified random-allocation bound where it is smaller).
 ONE_BATCH = ("shuffle", "balls-in-bins")
 
 NOT_POISSON_NUMBER = (
@@ -56,8 +57,9 @@ def first_note(scheme: str) -> str:
         "zero-out neighbours, σ relative to that sensitivity (substitution: 2C for gradients clipped to C; "
         "zero-out: C). dpcalc makes no claim under add/remove (removing a record shifts every later batch).",
         "balls-in-bins": "Balls-in-bins (random allocation): each epoch every record goes to one of k = ⌈N/B⌉ "
-        "batches, uniformly at random. Substitution or zero-out neighbours, σ relative to that sensitivity "
-        "(substitution: 2C for gradients clipped to C; zero-out: C). dpcalc makes no claim under add/remove.",
+        "batches, uniformly at random and independently of the others. Add/remove neighbours (here the same as "
+        "zero-out: no other record's batch changes), σ the noise multiplier of the clipping norm C. Under "
+        "substitution only the unamplified √E/σ-GDP bound holds (σ relative to 2C): --sampling shuffle prints it.",
     }[scheme]
 
 
@@ -129,8 +131,15 @@ def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> f
             if scheme in ONE_BATCH:
                 from dpcalc.core.pld import exact
 
-                mu = math.sqrt(epochs_begun(steps, n, b)) / float(sigma)
-                return float(exact.gaussian_interval(np.array([mu]), d)[1][0])
+                e = epochs_begun(steps, n, b)
+                gdp_up = float(exact.gaussian_interval(np.array([math.sqrt(e) / float(sigma)]), d)[1][0])
+                if scheme == "shuffle":
+                    return gdp_up
+                from dpcalc.core import sampling as S
+
+                k = S.batches_per_epoch(int(n), int(b))
+                ra = None if k == 1 else S.balls_in_bins_upper(k, e, float(sigma), d)
+                return gdp_up if ra is None else min(gdp_up, float(ra[0][0]))
             if scheme == "truncated-poisson":
                 n_, bm = int(n), int(bmax)
                 qq = float(b) / n_
@@ -313,7 +322,7 @@ def interval_fields(r, j: int, scheme: str) -> dict:
         "epsilon_lower": lo if np.isfinite(lo) else None,
         "epsilon": up,
         "epsilon_width": up - lo if np.isfinite(lo) else None,
-        "method": r.method,
+        "method": r.method_at(j),
         "bound": r.bound,
         "lower_method": r.lower_method if np.isfinite(lo) else None,
         "scheme": scheme,
@@ -340,14 +349,17 @@ def rdp_group_row(row: dict, q: float, m: dict, total, i: int) -> dict:
 
 def run_object(scheme: str, r, j: int, m: dict, q, total, i: int):
     """The privacy object a run pipes on (into compose, or as a ledger would hold it): a shuffled or
-    balls-in-bins run is a ``shuffled`` object (E Gaussian mechanisms on the record: its √E/σ-GDP upper end);
+    balls-in-bins run is a ``shuffled`` object (E Gaussian mechanisms on the record: its √E/σ-GDP upper end;
+    balls-in-bins carries its k batches per epoch, for the amplified bound by PLD);
     a truncated-Poisson or user-level run is T steps of a ``subsampled`` Gaussian with that scheme (accounted
     by the PLD engine on the same pair as the upper end here)."""
     from dpcalc.model import Composed, Gaussian, Shuffled, Subsampled
 
     g = Gaussian(float(m["sigma"][i]), 1.0)
     if scheme in ONE_BATCH:
-        return Shuffled(g, epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i]), scheme)
+        e = epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i])
+        k = batches_per_epoch(int(m["dataset_size"][i]), int(m["batch_size"][i])) if scheme == "balls-in-bins" else None
+        return Shuffled(g, e, scheme, k)
     if scheme == "truncated-poisson":
         step = Subsampled(
             g,
@@ -367,7 +379,10 @@ def closing_notes(scheme: str) -> list[str]:
     obj = (
         "the run's object (for compose) is a shuffled object: E Gaussian mechanisms of noise multiplier σ, the "
         "√E/σ-GDP upper end"
-        if scheme in ONE_BATCH
+        if scheme == "shuffle"
+        else "the run's object (for compose) is a shuffled object with its k batches per epoch: E balls-in-bins "
+        "epochs, accounted by PLD on the same construction as the upper end (other accountants: √E/σ-GDP)"
+        if scheme == "balls-in-bins"
         else f"the run's object (for compose) is T steps of a {scheme} subsampled Gaussian, accounted by PLD on "
         "the same pair as the upper end"
     )
@@ -387,9 +402,8 @@ def closing_notes(scheme: str) -> list[str]:
 
 def warnings_for(scheme: str) -> list[str]:
     """The stderr warnings of a scheme (docs/sampling.md)."""
-    if scheme in ONE_BATCH:
-        how = "shuffling" if scheme == "shuffle" else "random allocation"
-        return [NOT_POISSON_NUMBER.format(s=f"--sampling {scheme}", how=how)]
+    if scheme == "shuffle":
+        return [NOT_POISSON_NUMBER.format(s=f"--sampling {scheme}", how="shuffling")]
     return []
 
 
@@ -520,6 +534,24 @@ def refine_whole(full, x: int, target: float, rtol: float, top: int, tries: int 
             break
         x = nxt
     return x
+
+
+def solve_epochs_whole(upper_at, target: float, cap: int = 10**9):
+    """The most whole epochs E (1 … cap) with ``upper_at(E)`` ≤ target, for an upper end increasing in E:
+    doubling, then bisection; None if not even one epoch meets it."""
+    if not upper_at(1) <= target:
+        return None
+    lo, hi = 1, 2
+    while hi <= cap and upper_at(hi) <= target:
+        lo, hi = hi, hi * 2
+    hi = min(hi, cap + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if upper_at(mid) <= target:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def solve_epochs_gdp(upper_at, sigma: float, delta: float, target: float):

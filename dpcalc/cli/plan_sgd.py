@@ -778,7 +778,7 @@ def _risk(v: dict) -> int:
             "epochs": float(ep_total[i]),
             "steps": int(total_steps[i]),
         }
-        case = risk.Case(base, mu=case.mu, mechs=case.mechs)
+        case = risk.Case(base, mu=case.mu, mechs=case.mechs, dominating=case.dominating)
         try:
             cols_i, rows_i, notes_i = risk.rows([case], to, points)
         except MemoryError:
@@ -1156,7 +1156,8 @@ def _scheme_inputs(v: dict) -> dict:
 def _scheme_inverse(v: dict) -> int:
     """plan-sgd --target-epsilon under a scheme of issue 12: the smallest σ or the most steps whose certified
     upper end meets the target. The search runs on the scheme's upper bound (shuffle and balls-in-bins: the
-    closed-form √E/σ-GDP; truncated Poisson and user level: the engine's upper end on its starting grid);
+    closed-form √E/σ-GDP; balls-in-bins: its amplified upper end alone; truncated Poisson and user level: the
+    engine's upper end on its starting grid);
     the answer and the next value toward more loss are then re-checked by the full certified computation."""
     import math
 
@@ -1207,7 +1208,7 @@ def _scheme_inverse(v: dict) -> int:
             def full(s, i=i):
                 return sch.checked(scheme, sch._args(m, q, total, i, sigma=s), np.array([d]))
 
-            if scheme in sch.ONE_BATCH:
+            if scheme == "shuffle":
                 e = sch.epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i])
                 s0 = sch.solve_sigma_gdp(e, d, target)
                 found_pair = None if not math.isfinite(s0) else sch.nudge_up(full, s0, target)
@@ -1270,7 +1271,16 @@ def _scheme_inverse(v: dict) -> int:
 
             if scheme in sch.ONE_BATCH:
                 k = sch.batches_per_epoch(m["dataset_size"][i], m["batch_size"][i])
-                ans = sch.solve_epochs_gdp(lambda e, k=k: float(full(e * k).upper[0]), float(m["sigma"][i]), d, target)
+                if scheme == "shuffle":
+                    ans = sch.solve_epochs_gdp(
+                        lambda e, k=k: float(full(e * k).upper[0]), float(m["sigma"][i]), d, target
+                    )
+                else:  # the amplified bound: searched on its upper end alone, the answer re-checked below
+
+                    def quick(e, k=k, i=i):
+                        return sch.quick_upper(scheme, **sch._args(m, q, None, i, steps=e * k), delta=d)
+
+                    ans = sch.solve_epochs_whole(quick, target, max(1, cap // k))
                 if ans is None:
                     t_ans = None
                 else:
@@ -1333,13 +1343,15 @@ def _scheme_inverse(v: dict) -> int:
         f"Solved for {what} with {opt}'s certified upper end ("
         + (
             "the closed-form √E/σ-GDP bound, E the epochs begun"
-            if scheme in sch.ONE_BATCH
+            if scheme == "shuffle"
+            else "searched on the upper end alone (the amplified random-allocation bound, or √E/σ-GDP where smaller)"
+            if scheme == "balls-in-bins"
             else "searched on the engine's upper end on its starting grid"
         )
         + "); the answer and the next value toward more loss (checked_next) were re-computed in full: ε at answer "
         "meets the target and, where found is yes, epsilon_next misses it. "
         + (
-            "σ/(1 + " + ("1e-06" if scheme in sch.ONE_BATCH else "0.001") + ") is that next value."
+            "σ/(1 + " + ("1e-06" if scheme == "shuffle" else "0.001") + ") is that next value."
             if solve == "noise-multiplier"
             else "The next value is max(1, 0.001·B) more records per batch, with its own ⌈E·N/B⌉ steps."
             if solve == "batch-size"

@@ -12,16 +12,18 @@ scheme             upper end (method)           bound             lower end (met
 =================  ===========================  ================  =====================
 truncated Poisson  ``pld-truncated-poisson``    upper             ``pld-poisson-qbar``
 shuffle            ``gdp-no-amplification``     upper             ``pld-max-statistic``
-balls-in-bins      ``gdp-no-amplification``     upper             ``pld-max-statistic``
+balls-in-bins      ``pld-random-allocation``    upper             ``pld-max-statistic``
 user level         ``pld-user-level``           upper             ``pld-user-level``
 =================  ===========================  ================  =====================
 
 Neighbouring relations: truncated Poisson and user level are add/remove (of a record, of a user);
-shuffle and balls-in-bins are stated for substitution or zero-out ("replace by a record with zero
-gradient") neighbours, σ relative to that relation's sensitivity (substitution: the sensitivity of
-replacing one record, twice the clipping norm). Under add/remove proper, with a dataset whose size
-changes, a shuffled epoch's batches all shift after the removed record and no bound here applies
-(see docs/sampling.md).
+shuffle is stated for substitution or zero-out ("replace by a record with zero gradient")
+neighbours, σ relative to that relation's sensitivity (substitution: the sensitivity of replacing
+one record, twice the clipping norm). Under add/remove proper, with a dataset whose size changes, a
+shuffled epoch's batches all shift after the removed record and no bound here applies (see
+docs/sampling.md). Balls-in-bins allocates each record independently, so add/remove is zero-out
+there: its amplified upper end is stated for it (σ relative to the clipping norm); under
+substitution only its unamplified √E/σ-GDP end holds (σ relative to twice the clipping norm).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ __all__ = [
     "truncated_poisson_interval",
     "shuffle_interval",
     "balls_in_bins_interval",
+    "balls_in_bins_upper",
+    "balls_in_bins_pair",
     "user_level_interval",
     "SCHEME_NEIGHBOURS",
 ]
@@ -44,7 +48,7 @@ __all__ = [
 SCHEME_NEIGHBOURS = {
     "truncated-poisson": "add/remove",
     "shuffle": "substitution or zero-out",
-    "balls-in-bins": "substitution or zero-out",
+    "balls-in-bins": "add/remove or zero-out",
     "user-level": "add/remove (of a user)",
 }
 
@@ -54,7 +58,8 @@ class SchemeInterval:
     """Certified [lower, upper] on ε per δ, and where each end comes from.
 
     ``method``/``bound`` describe the upper end (``bound``: ``upper`` — a sound guarantee that may
-    be loose; ``exact`` would mean the scheme's ε itself); ``lower_method`` the lower end.
+    be loose; ``exact`` would mean the scheme's ε itself; ``method`` one name, or one per δ where the
+    upper end is the smaller of two constructions); ``lower_method`` the lower end.
     ``met``: whether the engine reached the width asked for on the construction(s) it ran (the
     interval itself can be wide where the upper and lower constructions differ: that is the width
     of what is known, not a numerical one). ``notes``: lines the CLI shows under the table.
@@ -64,12 +69,16 @@ class SchemeInterval:
 
     lower: np.ndarray
     upper: np.ndarray
-    method: str
+    method: str | tuple[str, ...]
     bound: str
     lower_method: str
     met: np.ndarray
     notes: tuple[str, ...] = ()
     upper_pair: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
+
+    def method_at(self, j: int) -> str:
+        """The upper end's method at δ index j."""
+        return self.method if isinstance(self.method, str) else self.method[j]
 
 
 def batches_per_epoch(dataset_size: int, batch_size: int) -> int:
@@ -178,23 +187,87 @@ def shuffle_interval(dataset_size: int, batch_size: int, epochs: int, sigma: flo
     )  # fmt: skip
 
 
+#: Budgets tried for the random-allocation construction's own tails, as multiples of min(δ)/E (the δ it
+#: may add per epoch): the smallest first; a larger one where its grids would not fit.
+ALLOCATION_BUDGETS = (1e-4, 1e-3, 1e-2)
+
+
+def balls_in_bins_pair(batches: int, epochs: int, sigma: float, delta_min: float):
+    """The pair of :func:`.pld.allocation.random_allocation_gaussian` that dominates one balls-in-bins epoch,
+    its construction allowed to add at most about b·δ_min/E per epoch for the first b of
+    :data:`ALLOCATION_BUDGETS` whose grids fit; None if none does (small σ with very many batches and a
+    tiny δ). Every caller (plan-sgd, pipes, ledgers) builds it this way, so the same run gives the same
+    digits wherever it is accounted."""
+    from .pld.allocation import AllocationTooLarge, random_allocation_gaussian
+
+    for mult in ALLOCATION_BUDGETS:
+        try:
+            with np.errstate(all="ignore"):
+                return random_allocation_gaussian(float(sigma), int(batches), mult * float(delta_min) / int(epochs))
+        except (AllocationTooLarge, MemoryError):
+            continue
+    return None
+
+
+def balls_in_bins_upper(batches: int, epochs: int, sigma: float, delta, upper_only: bool = True, **kw):
+    """The amplified upper end of balls-in-bins at each δ: the PLD engine's upper end on E epochs of
+    :func:`balls_in_bins_pair` (which dominates an epoch in the convex order). Returns (upper, met), or None
+    where the construction does not fit."""
+    d = _delta(delta)
+    pair = balls_in_bins_pair(batches, epochs, sigma, float(d.min()))
+    if pair is None:
+        return None
+    a = _engine([(pair, int(epochs))], d, upper_only=upper_only, **kw)
+    return a.upper, a.met
+
+
 def balls_in_bins_interval(
     dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, **kw
 ) -> SchemeInterval:
     """Balls-in-bins (random allocation): each record in one of the epoch's k = ⌈N/B⌉ batches, uniformly.
 
-    Upper end: as for shuffling (each record in exactly one batch per epoch: √E/σ-GDP). The
-    amplified bound — the E-fold product of ((1/k)Σ_t N(e_t/σ, I_k), N(0, I_k)), which dominates an
-    epoch (docs/sampling.md) — is not computed here: its privacy loss is the logarithm of a sum of
-    k lognormals, with no certified numerics in dpcalc yet. Lower end: the max statistic of that
-    same pair (it is realisable), as for shuffling.
+    Upper end: the smaller, at each δ, of the amplified bound of :func:`balls_in_bins_upper`
+    (``pld-random-allocation``: E epochs of the pair ((1/k)Σ_t N(e_t/σ, I_k), N(0, I_k)) and its swap,
+    which dominates an epoch for add/remove neighbours — the same as zero-out here, no other record
+    moves — built in the convex order, :mod:`.pld.allocation`) and the unamplified √E/σ-GDP
+    (``gdp-no-amplification``; it also holds under substitution). Where the construction does not fit
+    (see :func:`balls_in_bins_upper`) the GDP bound alone, with a note. Lower end: the max statistic of
+    that same pair (it is realisable), as for shuffling. ``method`` is a tuple, one per δ.
     """
-    return _one_batch_per_epoch(
-        dataset_size, batch_size, epochs, sigma, delta,
-        "upper: no amplification (the amplified bound is not certified in dpcalc yet)",
-        "lower: largest batch output per epoch, two actual datasets",
-        **kw,
-    )  # fmt: skip
+    k = batches_per_epoch(dataset_size, batch_size)
+    d = _delta(delta)
+    if int(epochs) < 1 or not sigma > 0:
+        raise ValueError("need epochs >= 1 and sigma > 0")
+    gdp_up = _no_amplification_upper(sigma, epochs, d)
+    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
+    ra = None if k == 1 else balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
+    notes = [
+        "add/remove neighbours (the same as zero-out here: no other record moves), σ the noise multiplier; "
+        f"k = {k} batches per epoch"
+    ]
+    if k == 1:
+        up, met = gdp_up, lo.met
+        methods = ("gdp-no-amplification",) * d.size
+        notes.append("upper: one batch per epoch, nothing to amplify: E Gaussian mechanisms, √E/σ-GDP (exact)")
+    elif ra is None:
+        up, met = gdp_up, lo.met
+        methods = ("gdp-no-amplification",) * d.size
+        notes.append(
+            "upper: no amplification — the random-allocation construction's grids would be too large at these "
+            "parameters (small σ, many batches, tiny δ), so only √E/σ-GDP is certified here"
+        )
+    else:
+        ra_up, ra_met = ra
+        use = ra_up <= gdp_up
+        up = np.where(use, ra_up, gdp_up)
+        met = np.where(use, ra_met, True) & lo.met
+        methods = tuple("pld-random-allocation" if u else "gdp-no-amplification" for u in use)
+        notes.append(
+            "upper: random allocation's dominating pair (Feldman & Shenfeld 2025), built in the convex order and "
+            "composed by PLD (certified); where √E/σ-GDP is smaller, that (method gdp-no-amplification)"
+        )
+    notes.append("lower: largest batch output per epoch, two actual datasets")
+    return SchemeInterval(np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes))
 
 
 def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, upper_note, lower_note, **kw):
