@@ -10,13 +10,17 @@ truncated Poisson at B_max = ⌈1.1·B⌉ and B_max = B (``--max-batch-size``), 
 extras, never runtime dependencies): dp-accounting 0.6.0's ``TruncatedSubsampledGaussianDpEvent`` (PLD,
 1e-4 grid) for truncated Poisson; its ``GaussianDpEvent`` composed E times (PLD) for the shuffle/
 balls-in-bins upper end; with ``--slow-peer`` its ``MixtureOfGaussiansDpEvent`` for user level (slow:
-7-60 s). With inverse rows (MNIST only): ``--target-epsilon`` solving σ per scheme, and its time.
+7-60 s), and, on a line under the balls-in-bins row, PLD_accounting 2.0's certified interval for random
+allocation (pip ``pld-accounting==2.0``, Feldman & Shenfeld, arXiv:2602.17284:
+``gaussian_allocation_epsilon_range`` with k = ⌈N/B⌉ steps per epoch and the epochs begun; slow: 225 s
+for MNIST). With inverse rows (MNIST only): ``--target-epsilon`` solving σ per scheme, and its time.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shlex
 import sys
 import time
@@ -54,6 +58,28 @@ def _row(label, row, dt, peer=""):
     print(f"  {label:30s} {lo_s} {row['epsilon']:9.4f}  {row['method']:22s} {lm:18s} {dt:6.2f}s  {peer}")
 
 
+def _allocation_peer(sigma: float, k: int, epochs: int, delta: float) -> None:
+    """PLD_accounting's [lower, upper] for random allocation (k steps per epoch, E epochs) and its time, as
+    a row under dpcalc's balls-in-bins row (or why it is missing)."""
+    label = "  peer: PLD_accounting"
+    # PLD_accounting imports numba, which imports ``coverage`` if it can: run as a script, this folder is
+    # sys.path[0] and its coverage.py (the coverage sweep) would be taken for coverage.py the package.
+    here = os.path.dirname(os.path.abspath(__file__))
+    saved_path = sys.path[:]
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    try:
+        from PLD_accounting import gaussian_allocation_epsilon_range
+    except ImportError:
+        print(f"  {label:30s} (PLD_accounting not installed: pip install pld-accounting==2.0)")
+        return
+    finally:
+        sys.path[:] = saved_path
+    (up, lo), pt = _timed(
+        lambda: gaussian_allocation_epsilon_range(delta=delta, sigma=sigma, num_steps=k, num_epochs=epochs)
+    )
+    print(f"  {label:30s} {lo:9.4f} {up:9.4f}  {'random allocation':22s} {'':18s} {pt:6.2f}s  k = {k}, E = {epochs}")
+
+
 def main(peer: bool = True, slow_peer: bool = False, inverse: bool = True) -> None:
     if peer:
         import dp_accounting
@@ -88,8 +114,8 @@ def main(peer: bool = True, slow_peer: bool = False, inverse: bool = True) -> No
         for scheme in ("shuffle", "balls-in-bins"):
             d, dt = _cli(f"{base} --sampling {scheme}")
             ptxt = ""
+            e_begun = math.ceil(steps / math.ceil(n / b))
             if peer:
-                e_begun = math.ceil(steps / math.ceil(n / b))
 
                 def run(e_begun=e_begun):
                     acc = P.PLDAccountant(value_discretization_interval=1e-4)
@@ -99,6 +125,8 @@ def main(peer: bool = True, slow_peer: bool = False, inverse: bool = True) -> No
                 e, pt = _timed(run)
                 ptxt = f"dp-accounting Gaussian×{e_begun} {e:.4f}, {pt:.2f}s"
             _row(f"--sampling {scheme}", d["rows"][0], dt, ptxt)
+            if scheme == "balls-in-bins" and peer and slow_peer:
+                _allocation_peer(sigma, math.ceil(n / b), e_begun, delta)
         d, dt = _cli(f"{base} --examples-per-user 2")
         ptxt = ""
         if peer and slow_peer:
