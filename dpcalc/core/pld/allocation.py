@@ -258,6 +258,31 @@ def _mul(a: _Sum, b: _Sum, rel: list, bz: float, bi: float) -> _Sum:
 SPLIT_MASS = 1e-9
 
 
+#: Longest operand of one np.convolve call: its inner products (OpenBLAS ddot) then stay below the length
+#: at which OpenBLAS starts threads, which stall for seconds on a busy machine.
+CHUNK = 8192
+
+
+def _direct(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b directly, the shorter operand cut into pieces of at most :data:`CHUNK` (the same sums,
+    nonnegative terms only; each entry adds at most len/CHUNK partial sums more)."""
+    if a.size < b.size:
+        a, b = b, a
+    if b.size <= CHUNK:
+        if a.size <= CHUNK:
+            return np.convolve(a, b)
+        out = np.zeros(a.size + b.size - 1)
+        for i in range(0, a.size, CHUNK):
+            piece = np.convolve(a[i : i + CHUNK], b)
+            out[i : i + piece.size] += piece
+        return out
+    out = np.zeros(a.size + b.size - 1)
+    for j in range(0, b.size, CHUNK):
+        piece = _direct(a, b[j : j + CHUNK])
+        out[j : j + piece.size] += piece
+    return out
+
+
 def _split_conv(a: np.ndarray, b: np.ndarray, rel: list) -> np.ndarray:
     """a * b for nonnegative a, b, every entry an upper bound. Each is split where at most
     :data:`SPLIT_MASS` lies above: the two heavy cores are convolved directly (relative error
@@ -267,8 +292,8 @@ def _split_conv(a: np.ndarray, b: np.ndarray, rel: list) -> np.ndarray:
     if min(a.size, b.size) < 2048:
         if float(a.size) * float(b.size) > MAX_WORK:
             raise AllocationTooLarge("convolution")
-        rel.append((min(a.size, b.size) + 2) * _U)
-        return np.convolve(a, b)
+        rel.append((min(a.size, b.size) + 2 + max(a.size, b.size) // CHUNK) * _U)
+        return _direct(a, b)
 
     def cut(v):
         top = np.cumsum(v[::-1])
@@ -279,8 +304,8 @@ def _split_conv(a: np.ndarray, b: np.ndarray, rel: list) -> np.ndarray:
     if float(ka) * float(kb) > MAX_WORK:
         raise AllocationTooLarge("convolution")
     out = np.zeros(n)
-    core = np.convolve(a[:ka], b[:kb])
-    rel.append((min(ka, kb) + 2) * _U)
+    core = _direct(a[:ka], b[:kb])
+    rel.append((min(ka, kb) + 2 + (ka + kb) // CHUNK) * _U)
     out[: core.size] += core
     # a_core * b_top + a_top * b (b whole)
     if kb < b.size:
@@ -418,8 +443,8 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     # S = rest + X: rest * β_H directly, rest * (t·τ) by FFT (its errors are relative to the tail's
     # tiny mass, and it has no underflow to fear); X's tail weight t·(1 − p_b)^{t−1} <= t is overstated.
     # rest's 0-atom and infinity carried.
-    parts = [(rest.i0 + beta_h.i0, np.convolve(rest.m, beta_h.m))]
-    rel.append((min(rest.m.size, beta_h.m.size) + 2) * _U)
+    parts = [(rest.i0 + beta_h.i0, _direct(rest.m, beta_h.m))]
+    rel.append((min(rest.m.size, beta_h.m.size) + 2 + (rest.m.size + beta_h.m.size) // CHUNK) * _U)
     parts.append((rest.i0 + t0, _fft_conv(rest.m, t * tau)))
     j0 = min(o for o, _ in parts)
     top = max(o + a.size for o, a in parts)
@@ -429,9 +454,14 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     rel.append(2 * _U)
     S = _Sum(H, j0, conv)
     xmass = (float(np.sum(beta_h.m)) + t * float(np.sum(tau))) * (1 + (beta_h.m.size + tau.size) * _U)
-    inf_S = rest.inf * xmass + t * inf_top * rest.mass()
+    xmass += beta_h.zero
+    # infinity: rest's (times X's whole mass), the last draw's own trims and tail beyond C_max (times rest's)
+    inf_S = rest.inf * xmass + (t * inf_top + beta_h.inf) * rest.mass()
     if rest.zero > 0:  # rest's 0-atom times X sits at X's positions
         _place(S, lo, rest.zero * X)
+    if beta_h.zero > 0:  # the last draw's 0-atom times rest sits at rest's positions (and at 0 with rest's)
+        _place(S, rest.i0, beta_h.zero * rest.m)
+        S.zero += beta_h.zero * rest.zero * (1 + 2 * _U)
 
     factor = float(np.prod(1.0 + np.asarray(rel, float))) * (1 + 8 * _U)
     q = np.maximum(S.m, 0.0) * factor
