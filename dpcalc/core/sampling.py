@@ -234,12 +234,7 @@ def balls_in_bins_interval(
     (see :func:`balls_in_bins_upper`) the GDP bound alone, with a note. Lower end: the max statistic of
     that same pair (it is realisable), as for shuffling. ``method`` is a tuple, one per δ.
     """
-    k = batches_per_epoch(dataset_size, batch_size)
-    d = _delta(delta)
-    if int(epochs) < 1 or not sigma > 0:
-        raise ValueError("need epochs >= 1 and sigma > 0")
-    gdp_up = _no_amplification_upper(sigma, epochs, d)
-    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
+    k, d, gdp_up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw)
     ra = None if k == 1 else balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
     notes = [
         "add/remove neighbours (the same as zero-out here: no other record moves), σ the noise multiplier; "
@@ -270,15 +265,20 @@ def balls_in_bins_interval(
     return SchemeInterval(np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes))
 
 
-def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, upper_note, lower_note, **kw):
-    """The interval of a scheme that puts each record in exactly one batch per epoch (shuffle, balls-in-bins):
-    the no-amplification √E/σ-GDP upper end and the max-statistic lower end."""
+def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw):
+    """What every one-batch-per-epoch scheme starts from: k batches per epoch, the δ's, the no-amplification
+    √E/σ-GDP upper end and the engine's max-statistic lower end."""
     k = batches_per_epoch(dataset_size, batch_size)
     d = _delta(delta)
     if int(epochs) < 1 or not sigma > 0:
         raise ValueError("need epochs >= 1 and sigma > 0")
-    up = _no_amplification_upper(sigma, epochs, d)
-    lo = _max_statistic_lower(sigma, k, epochs, d, **kw)
+    return k, d, _no_amplification_upper(sigma, epochs, d), _max_statistic_lower(sigma, k, epochs, d, **kw)
+
+
+def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, upper_note, lower_note, **kw):
+    """The interval of shuffling (each record in exactly one batch per epoch): the no-amplification
+    √E/σ-GDP upper end and the max-statistic lower end."""
+    k, d, up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw)
     notes = (
         f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
         upper_note,
