@@ -401,6 +401,11 @@ PLD_KINDS = (
     "dp", "pure", "dgauss", "dlaplace", "rr", "br",
 )  # fmt: skip
 
+#: Part kinds whose PLD pair dominates the release without being the output of two datasets (truncated
+#: Poisson, a balls-in-bins epoch's convex-order construction): the engine's lower end, and the other end of
+#: any reading, is that pair's, not a bound on the release.
+DOMINATING_KINDS = ("tgauss", "ragauss")
+
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without
 #: replacement, truncated Poisson, user level.
 PLD_ONLY_KINDS = ("wgauss", "tgauss", "ugauss")
@@ -442,10 +447,7 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    # A truncated-Poisson part's pair (and a balls-in-bins epoch's convex-order construction) dominates the
-    # scheme but is not the output of two datasets: the engine's lower end is that pair's, not a lower bound
-    # on the scheme's ε, so none is reported.
-    lower = None if any(p.kind in ("tgauss", "ragauss") for p in parts) else float(ans.lower[0])
+    lower = None if any(p.kind in DOMINATING_KINDS for p in parts) else float(ans.lower[0])
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
 

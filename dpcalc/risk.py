@@ -92,7 +92,9 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
     if parts and all(p.kind == "gauss" for p in parts):
         return Case(base, mu=float(np.sqrt(sum(p.times * p.mu * p.mu for p in parts))), label=label)
     mechs = mechanisms(parts)
-    dominating = any(p.kind in ("tgauss", "ragauss") for p in parts)
+    from dpcalc.accounting import DOMINATING_KINDS
+
+    dominating = any(p.kind in DOMINATING_KINDS for p in parts)
     return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=dominating)
 
 

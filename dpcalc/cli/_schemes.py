@@ -137,9 +137,8 @@ def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> f
                     return gdp_up
                 from dpcalc.core import sampling as S
 
-                k = S.batches_per_epoch(int(n), int(b))
-                ra = None if k == 1 else S.balls_in_bins_upper(k, e, float(sigma), d)
-                return gdp_up if ra is None else min(gdp_up, float(ra[0][0]))
+                ra = S.balls_in_bins_upper(S.batches_per_epoch(int(n), int(b)), e, float(sigma), d)
+                return float(ra[0][0]) if ra is not None and ra[0][0] < gdp_up else gdp_up  # NaN: GDP
             if scheme == "truncated-poisson":
                 n_, bm = int(n), int(bmax)
                 qq = float(b) / n_

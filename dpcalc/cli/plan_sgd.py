@@ -1155,9 +1155,9 @@ def _scheme_inputs(v: dict) -> dict:
 
 def _scheme_inverse(v: dict) -> int:
     """plan-sgd --target-epsilon under a scheme of issue 12: the smallest σ or the most steps whose certified
-    upper end meets the target. The search runs on the scheme's upper bound (shuffle and balls-in-bins: the
-    closed-form √E/σ-GDP; balls-in-bins: its amplified upper end alone; truncated Poisson and user level: the
-    engine's upper end on its starting grid);
+    upper end meets the target. The search runs on the scheme's upper bound (shuffle: the closed-form
+    √E/σ-GDP; balls-in-bins: its amplified upper end alone; truncated Poisson and user level: the engine's
+    upper end on its starting grid);
     the answer and the next value toward more loss are then re-checked by the full certified computation."""
     import math
 

@@ -212,9 +212,9 @@ def balls_in_bins_pair(batches: int, epochs: int, sigma: float, delta_min: float
 def balls_in_bins_upper(batches: int, epochs: int, sigma: float, delta, upper_only: bool = True, **kw):
     """The amplified upper end of balls-in-bins at each δ: the PLD engine's upper end on E epochs of
     :func:`balls_in_bins_pair` (which dominates an epoch in the convex order). Returns (upper, met), or None
-    where the construction does not fit."""
+    where the construction does not fit, or with one batch per epoch (nothing to amplify)."""
     d = _delta(delta)
-    pair = balls_in_bins_pair(batches, epochs, sigma, float(d.min()))
+    pair = None if int(batches) == 1 else balls_in_bins_pair(batches, epochs, sigma, float(d.min()))
     if pair is None:
         return None
     a = _engine([(pair, int(epochs))], d, upper_only=upper_only, **kw)
@@ -235,7 +235,7 @@ def balls_in_bins_interval(
     that same pair (it is realisable), as for shuffling. ``method`` is a tuple, one per δ.
     """
     k, d, gdp_up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw)
-    ra = None if k == 1 else balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
+    ra = balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
     notes = [
         "add/remove neighbours (the same as zero-out here: no other record moves), σ the noise multiplier; "
         f"k = {k} batches per epoch"

@@ -239,17 +239,20 @@ def _mul(a: _Sum, b: _Sum, rel: list, bz: float, bi: float) -> _Sum:
     trimmed within budgets ``bz``, ``bi`` per draw it sums (a partial sum of n draws stands for n/t of
     the epoch's sum, so each level of the powering spends about one budget in all)."""
     a, b = _same_grid(a, b, rel)
-    conv = _split_conv(a.m, b.m, rel)
-    j0 = a.i0 + b.i0
-    zero = a.zero * b.zero
-    # a's 0-atom times b's window sits at b's positions (and vice versa)
-    out = _Sum(a.H, j0, conv, zero, 0.0, a.draws + b.draws)
+    out, g = _trim(_combine(a, b, _split_conv(a.m, b.m, rel)), bz * (a.draws + b.draws), bi * (a.draws + b.draws))
+    rel.append(g)
+    return out
+
+
+def _combine(a: _Sum, b: _Sum, conv: np.ndarray) -> _Sum:
+    """The law of a + b (same grid) from ``conv``, the convolution of their windows (starting at
+    a.i0 + b.i0): each one's 0-atom times the other's window sits at that window's positions, the
+    0-atoms' product at 0, and the amounts sent to infinity add, each times the other's whole mass."""
+    out = _Sum(a.H, a.i0 + b.i0, conv, a.zero * b.zero * (1 + 2 * _U), 0.0, a.draws + b.draws)
     for z, o in ((a.zero, b), (b.zero, a)):
         if z > 0:
             _place(out, o.i0, z * o.m)
     out.inf = a.inf * b.mass() + b.inf * a.mass()
-    out, g = _trim(out, bz * out.draws, bi * out.draws)
-    rel.append(g)
     return out
 
 
@@ -425,12 +428,14 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
         tau = np.concatenate((tau, np.zeros(top_idx + 1 - tau.size)))
     tau[top_idx] += float(m_top[0] + em_top[0]) * (1 + 2 * _U)
     inf_top = float(mu_top[0] + emu_top[0]) * (1 + 2 * _U)  # E[W 1{W > C_max}] bounds the excess
-    # X = β + t·τ on the grid H (β's window ends at C_b, τ's starts at or below it)
+    # X = β + t·τ on the grid H (β's window ends at C_b, τ's starts at or below it): the last draw, with
+    # β's own trims and the tail beyond C_max (t times: X's tail weight t·(1 − p_b)^{t−1} <= t)
     lo = min(beta_h.i0, t0)
     hi = max(beta_h.i0 + beta_h.m.size, t0 + tau.size)
     X = np.zeros(hi - lo)
     X[beta_h.i0 - lo : beta_h.i0 - lo + beta_h.m.size] += beta_h.m
     X[t0 - lo : t0 - lo + tau.size] += t * tau
+    last = _Sum(H, lo, X, beta_h.zero, beta_h.inf + t * inf_top)
     # the j >= 2 remainder: Q-mass and mean (per unit of L), from bounds on p_b and E[W 1{W > C_b}]
     zb, dzb = _log_edges(s, np.array([c_b, np.inf]))
     pb, epb = _interval_mass(zb, dzb, 0.0)
@@ -441,27 +446,16 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     j2_inf = (tp * mt_hi + tp * tp / 2.0) * (1 + 4 * _U)
 
     # S = rest + X: rest * β_H directly, rest * (t·τ) by FFT (its errors are relative to the tail's
-    # tiny mass, and it has no underflow to fear); X's tail weight t·(1 − p_b)^{t−1} <= t is overstated.
-    # rest's 0-atom and infinity carried.
+    # tiny mass, and it has no underflow to fear); both 0-atoms and infinities as for any sum.
     parts = [(rest.i0 + beta_h.i0, _direct(rest.m, beta_h.m))]
     rel.append((min(rest.m.size, beta_h.m.size) + 2 + (rest.m.size + beta_h.m.size) // CHUNK) * _U)
     parts.append((rest.i0 + t0, _fft_conv(rest.m, t * tau)))
-    j0 = min(o for o, _ in parts)
-    top = max(o + a.size for o, a in parts)
-    conv = np.zeros(top - j0)
+    j0 = rest.i0 + lo
+    conv = np.zeros(max(o + a.size for o, a in parts) - j0)
     for o, a in parts:
         conv[o - j0 : o - j0 + a.size] += a
     rel.append(2 * _U)
-    S = _Sum(H, j0, conv)
-    xmass = (float(np.sum(beta_h.m)) + t * float(np.sum(tau))) * (1 + (beta_h.m.size + tau.size) * _U)
-    xmass += beta_h.zero
-    # infinity: rest's (times X's whole mass), the last draw's own trims and tail beyond C_max (times rest's)
-    inf_S = rest.inf * xmass + (t * inf_top + beta_h.inf) * rest.mass()
-    if rest.zero > 0:  # rest's 0-atom times X sits at X's positions
-        _place(S, lo, rest.zero * X)
-    if beta_h.zero > 0:  # the last draw's 0-atom times rest sits at rest's positions (and at 0 with rest's)
-        _place(S, rest.i0, beta_h.zero * rest.m)
-        S.zero += beta_h.zero * rest.zero * (1 + 2 * _U)
+    S = _combine(rest, last, conv)
 
     factor = float(np.prod(1.0 + np.asarray(rel, float))) * (1 + 8 * _U)
     q = np.maximum(S.m, 0.0) * factor
@@ -470,7 +464,7 @@ def random_allocation_gaussian(sigma: float, batches: int, budget: float, rho: f
     q = q[keep]
     x = idx * H / t  # L at the atoms
     zero_q = (S.zero * factor + j2_zero) * (1 + 2 * _U)
-    p_inf = (inf_S / t * factor + j2_inf) * (1 + 4 * _U)
+    p_inf = (S.inf / t * factor + j2_inf) * (1 + 4 * _U)
     pos = x > 0
     xl = x[pos]
     ell = np.log(xl)
