@@ -441,8 +441,11 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
 
     try:
         mechs = mechanisms(parts, delta)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
+        kw = {} if width is None else {"rel": width, "abs_": width / 10}
+        # A truncated-Poisson pair's upper end is itself a bound (plan-sgd does the same, digit for digit).
+        kw["fine_upper"] = not any(p.kind == "tgauss" for p in parts)
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(mechs, delta, **({} if width is None else {"rel": width, "abs_": width / 10}))
+            ans = pld.epsilon(mechs, delta, **kw)
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):

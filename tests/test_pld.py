@@ -518,3 +518,29 @@ def test_suffix_sums_and_reads_meet_their_error_bounds():
         up = np.exp(r.log_delta(i, np.array([eps]), 1.0))[0]
         mid = np.exp(r.log_delta(i, np.array([eps]), 0.0))[0]
         assert lo <= direct <= up and mid == pytest.approx(direct, rel=1e-10)
+
+
+@pytest.mark.parametrize("q, s, t, d", [(0.01, 1.0, 1000, 1e-6), (0.3, 2.0, 50, 1e-8), (4096 / 1e6, 0.8, 2442, 1e-7)])
+def test_upper_end_off_the_fine_grid_is_sound_and_meets_the_width(q, s, t, d):
+    """fine_upper=False (dominating constructions): the upper end starts on the lower end's grid and is
+    refined only as the width asks — still above the default's certified lower end, within the width."""
+    m = [(pld.subsampled_gaussian(q, s), t)]
+    fine = pld.epsilon(m, d)
+    coarse = pld.epsilon(m, d, fine_upper=False)
+    assert coarse.met[0]
+    assert coarse.upper[0] >= fine.lower[0] and coarse.lower[0] <= fine.upper[0]
+    assert coarse.upper[0] >= fine.upper[0] * (1 - 1e-3)
+    assert coarse.upper[0] - coarse.lower[0] <= max(1e-3 * coarse.upper[0], 1e-4) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("q, s, t, d", [(0.01, 1.0, 1000, 1e-6), (0.3, 2.0, 50, 1e-8)])
+def test_a_repeated_direction_gives_the_same_upper_end(q, s, t, d):
+    """A mechanism listing its directions twice (near-tied directions: truncated Poisson's N − 1 and N
+    others) has the same ε: the same upper end (to round-off), and a lower end no lower (one of the copies' lower ends
+    is refined, not both)."""
+    m = pld.subsampled_gaussian(q, s)
+    one = pld.epsilon([(m, t)], d)
+    two = pld.epsilon([(m + m, t)], d)
+    assert two.upper[0] == pytest.approx(one.upper[0], rel=1e-9)
+    assert one.lower[0] <= two.lower[0] <= two.upper[0]
+    assert two.met[0]

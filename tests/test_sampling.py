@@ -22,10 +22,11 @@ Q = B / N
 
 
 def test_binomial_allowance_against_mpmath():
-    """scipy's binomial tails are within BINOM_REL (relative) of 50-digit values on a grid."""
+    """The binomial tails the truncated-Poisson pair uses are within BINOM_REL (relative) of 50-digit values
+    on a grid (datasets of 300 to a million records)."""
     mp.mp.dps = 50
     worst = 0.0
-    for n, q in ((1999, 0.02), (59999, 256 / 60000), (300, 0.3)):
+    for n, q in ((1999, 0.02), (59999, 256 / 60000), (300, 0.3), (999_999, 4096 / 1e6)):
         mean = n * q
         for k in np.unique(np.clip(np.round(mean + np.array([-3, 0, 2, 5, 8]) * np.sqrt(mean)), 1, n)).astype(int):
             ref = mp.mpf(0)
@@ -37,7 +38,7 @@ def test_binomial_allowance_against_mpmath():
                 ref += term
                 term = term * (n - j) / (j + 1) * qq / (1 - qq)
                 j += 1
-            got = stats.binom.sf(k - 1, n, q)
+            got = float(PS._binom_sf(k, n, q))
             worst = max(worst, float(abs(got - ref) / ref))
     assert worst < PS.BINOM_REL / 100
 
@@ -168,6 +169,27 @@ def test_truncated_poisson_lower_rate():
     k = np.arange(N)
     direct = Q * np.sum(stats.binom.pmf(k, N - 1, Q) * np.minimum(1.0, B / (k + 1.0)))
     assert qb <= direct and qb == pytest.approx(direct, rel=1e-8)
+
+
+def test_truncation_buckets_merge_only_near_equal_rates():
+    # Truncation rare (B_max 6.4 standard deviations above the mean): clipping would make the single-count
+    # bucket [B_max, B_max + 1), whose rate is within 0.1 % of the next: one bucket remains.
+    n, q = 999_999, 4096 / 1e6
+    assert PS._truncation_buckets(n, q, 4506, 4).tolist() == [4506, n + 1]
+    # Small batches: [B, B + 1) has a rate 0.4 % above the next bucket's and stays its own bucket.
+    e = PS._truncation_buckets(59_999, 256 / 60_000, 256, 4)
+    assert e[:2].tolist() == [256, 257] and e[-1] == 60_000
+    rates = 256 / (e[:-1] + 1.0)
+    assert np.all(rates[:-1] / rates[1:] - 1 >= 1e-3)
+
+
+def test_merged_buckets_only_raise_the_upper_end():
+    # One bucket for all K >= B_max (each count at the largest rate) against the default's finer buckets.
+    n, b, bmax, t, d = 5000, 50, 56, 300, 1e-6
+    fine = pld.epsilon([(PS.truncated_poisson_gaussian(b / n, 0.9, n, bmax, buckets=8), t)], d)
+    one = pld.epsilon([(PS.truncated_poisson_gaussian(b / n, 0.9, n, bmax, buckets=1), t)], d)
+    assert one.upper[0] >= fine.lower[0]
+    assert one.upper[0] >= fine.upper[0] - 1e-3 * fine.upper[0]
 
 
 def test_truncated_poisson_upper_grows_as_the_cap_falls():

@@ -132,9 +132,11 @@ def truncated_poisson_interval(
         return SchemeInterval(
             a.lower, a.upper, "pld", "upper", "pld", a.met, ("B_max > N: no batch is ever cut (Poisson sampling)",)
         )
-    up = _engine([(S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax), t)], d, **kw)
+    # Neither run's upper end on the fine grid: the first is a dominating construction's (a bound on the
+    # scheme, not its ε), the second's upper end is not used.
+    up = _engine([(S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax), t)], d, fine_upper=False, **kw)
     qbar = min(S.truncated_poisson_lower_rate(q, n - 1, bmax), S.truncated_poisson_lower_rate(q, n, bmax))
-    lo = _engine([(pld.subsampled_gaussian(qbar, sigma), t)], d, **kw)
+    lo = _engine([(pld.subsampled_gaussian(qbar, sigma), t)], d, fine_upper=False, **kw)
     lower = np.minimum(lo.lower, up.upper)
     notes = (
         "upper: dominating pair given the others' sample (a cut batch: the record may displace another,"
@@ -156,7 +158,8 @@ def truncated_poisson_interval(
 def _max_statistic_lower(sigma: float, batches: int, epochs: int, d: np.ndarray, **kw):
     from .pld import sampling as S
 
-    return _engine([(S.max_statistic(1.0 / sigma, batches), int(epochs))], d, **kw)
+    # Only the lower end is used: the upper end need not start on the fine grid.
+    return _engine([(S.max_statistic(1.0 / sigma, batches), int(epochs))], d, fine_upper=False, **kw)
 
 
 def _no_amplification_upper(sigma: float, epochs: int, d: np.ndarray) -> np.ndarray:

@@ -45,14 +45,13 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .mechanisms import Direction, Tails, _ndtr_pair, subsampled_gaussian
 
 __all__ = [
     "mixture",
     "monotone_direction",
-    "binomial_log_pmf",
     "truncated_poisson_gaussian",
     "truncated_poisson_lower_rate",
     "mixture_of_gaussians",
@@ -176,33 +175,40 @@ def monotone_direction(
         x = np.where(below, xs[0] - 1.0, np.where(above, xs[-1] + 1.0, x))
         with np.errstate(all="ignore"):
             tol = 8 * _U * (np.abs(m) + 1.0)
+            # Newton's steps, safeguarded by the bracket [a, b], on the points not yet converged only.
+            act = np.flatnonzero(np.abs(m) < np.inf)
             for _ in range(10):
-                f, _e, g = loss_d(x)
-                r = f - m
-                if np.all(np.abs(r) <= tol):
+                if act.size == 0:
                     break
-                a = np.where(r < 0, np.maximum(a, x), a)
-                b = np.where(r > 0, np.minimum(b, x), b)
-                step = r / g
-                xn = x - step
-                bad = ~np.isfinite(xn) | (xn <= a) | (xn >= b)
-                xn = np.where(bad, 0.5 * (a + b), xn)
-                x = np.where(r == 0, x, xn)
-            f, e, g = loss_d(x)
+                xa, ma = x[act], m[act]
+                f, _e, g = loss_d(xa)
+                r = f - ma
+                done = np.abs(r) <= tol[act]
+                a[act] = np.where(r < 0, np.maximum(a[act], xa), a[act])
+                b[act] = np.where(r > 0, np.minimum(b[act], xa), b[act])
+                xn = xa - r / g
+                bad = ~np.isfinite(xn) | (xn <= a[act]) | (xn >= b[act])
+                xn = np.where(bad, 0.5 * (a[act] + b[act]), xn)
+                x[act] = np.where(done | (r == 0), xa, xn)
+                act = act[~done]
+            f, e, g = (np.array(v, float) for v in loss_d(x))
             gap = np.abs(f - m) + e
             g = np.abs(g)
             if side:
-                # Move the point until its loss interval is on the asked side of m.
-                for k in range(12):
-                    ok = (f + e <= m) if side < 0 else (f - e >= m)
-                    if ok.all():
-                        break
-                    need = (f + e - m) if side < 0 else (m - f + e)
-                    dx = np.where(g > 0, (need / g) * (1.0 + 2.0**k) + 4 * _U * np.abs(x) * 2.0**k, 2.0**k)
-                    dx = np.where(np.isfinite(dx), dx, 2.0**k)
-                    x = np.where(ok, x, x + side * dx)
-                    f, e = loss(x)
+                # Move the points until their loss intervals are on the asked side of m (those that are
+                # not yet, only).
                 ok = (f + e <= m) if side < 0 else (f - e >= m)
+                for k in range(12):
+                    bad_i = np.flatnonzero(~ok)
+                    if bad_i.size == 0:
+                        break
+                    fb, eb, gb, xb, mb = f[bad_i], e[bad_i], g[bad_i], x[bad_i], m[bad_i]
+                    need = (fb + eb - mb) if side < 0 else (mb - fb + eb)
+                    dx = np.where(gb > 0, (need / gb) * (1.0 + 2.0**k) + 4 * _U * np.abs(xb) * 2.0**k, 2.0**k)
+                    dx = np.where(np.isfinite(dx), dx, 2.0**k)
+                    x[bad_i] = xb + side * dx
+                    f[bad_i], e[bad_i] = loss(x[bad_i])
+                    ok[bad_i] = (f[bad_i] + e[bad_i] <= mb) if side < 0 else (f[bad_i] - e[bad_i] >= mb)
                 gap = np.where(side < 0, m - (f - e), (f + e) - m)
                 # Not found (flat or non-finite loss): the support's end on that side.
                 x = np.where(ok & np.isfinite(gap), x, -np.inf if side < 0 else np.inf)
@@ -252,15 +258,13 @@ def _log_ndtr_err(z):
 # --------------------------------------------------------------------------- binomial weights
 
 
-def binomial_log_pmf(n: int, q: float, k: np.ndarray) -> np.ndarray:
-    """log P[Binom(n, q) = k] (scipy; relative error within :data:`BINOM_REL` of the value)."""
-    return stats.binom.logpmf(np.asarray(k), int(n), float(q))
-
-
 def _binom_sf(k, n: int, q: float) -> np.ndarray:
-    """P[Binom(n, q) >= k] (elementwise k; 0 above n, 1 at or below 0)."""
+    """P[Binom(n, q) >= k] (elementwise k; 0 above n, 1 at or below 0): the regularised incomplete beta
+    I_q(k, n − k + 1) (scipy.special's, the function scipy.stats' binomial tail evaluates; scipy.stats
+    itself is not imported: it costs half a second of start-up)."""
     k = np.asarray(k, float)
-    return np.where(k <= 0, 1.0, np.where(k > n, 0.0, stats.binom.sf(k - 1, int(n), float(q))))
+    kk = np.clip(k, 1.0, float(n))
+    return np.where(k <= 0, 1.0, np.where(k > n, 0.0, special.betainc(kk, float(n) - kk + 1.0, float(q))))
 
 
 # --------------------------------------------------------------------------- truncated Poisson
@@ -273,7 +277,14 @@ def _truncation_buckets(n: int, q: float, b_max: int, buckets: int):
     z = np.linspace(-4.0, 6.0, max(buckets, 1) + 1)[1:-1]
     inner = np.unique(np.clip(np.ceil(mean + z * sd), b_max + 1, n).astype(np.int64))
     inner = inner[(inner > b_max) & (inner <= n)]
-    return np.concatenate([[b_max], inner, [n + 1]]).astype(np.int64)
+    # An edge whose bucket's rate qB/(k + 1) is within 0.1 % of the bucket below's is dropped (that bucket
+    # then takes the larger rate: still dominating, and one component fewer to evaluate) — e.g. the
+    # single-count bucket [B, B + 1) that clipping makes where truncation is rare.
+    keep = [b_max]
+    for k in inner.tolist():
+        if (k - keep[-1]) / (keep[-1] + 1.0) >= 1e-3:
+            keep.append(k)
+    return np.array(keep + [n + 1], dtype=np.int64)
 
 
 def truncated_poisson_gaussian(rate: float, sigma: float, others, max_batch: int, buckets: int = 4) -> list[Direction]:
@@ -386,46 +397,65 @@ def mixture_of_gaussians(log_w: np.ndarray, shifts: np.ndarray, sigma: float, er
     w = np.exp(lw)
     ew = w * np.expm1(elw + 2 * _U)
     n = lw.size
+    # Components along the first axis, points along the second: reductions over the components are
+    # then elementwise operations on whole rows (fast for a few components as for many).
+    lw_c, s_c, w_c, ew_c = lw[:, None], s[:, None], w[:, None], ew[:, None]
+    # Each term's error: elw_j + 4u(|lw_j| + s_j²/(2σ²) + 1) + 4u·s_j|x|/σ²; their largest is at most
+    # the largest constant part plus the largest slope's part.
+    e_const = float(np.max(elw + 4 * _U * (np.abs(lw) + s * s / (2.0 * s2) + 1.0)))
+    e_slope = float(4 * _U * np.max(s) / s2)
 
-    def terms(x):
-        x = np.asarray(x, float)[..., None]
-        return lw + (2.0 * s * x - s * s) / (2.0 * s2), x
+    def loss_d(x):
+        x = np.asarray(x, float)
+        shape = x.shape
+        xr = x.ravel()[None, :]
+        with np.errstate(all="ignore"):
+            a = lw_c + (2.0 * s_c * xr - s_c * s_c) / (2.0 * s2)
+            mx = np.max(a, axis=0)
+            mx_safe = np.where(np.isfinite(mx), mx, 0.0)
+            p = np.exp(a - mx_safe)
+            tot = np.sum(p, axis=0)
+            val = mx_safe + np.log(tot)
+            der = np.sum(p * s_c, axis=0) / tot / s2
+            err = e_const + e_slope * np.abs(xr[0]) + (n + 4) * _U * (1.0 + np.abs(val))
+            val = np.where(np.isfinite(mx), val, mx)
+        return val.reshape(shape), err.reshape(shape), der.reshape(shape)
 
     def loss(x):
-        a, xx = terms(x)
-        with np.errstate(all="ignore"):
-            mx = np.max(a, axis=-1)
-            mx_safe = np.where(np.isfinite(mx), mx, 0.0)
-            val = mx_safe + np.log(np.sum(np.exp(a - mx_safe[..., None]), axis=-1))
-            ea = elw + 4 * _U * (np.abs(lw) + (2.0 * s * np.abs(xx) + s * s) / (2.0 * s2) + 1.0)
-            err = np.max(ea, axis=-1) + (n + 4) * _U * (1.0 + np.abs(val))
-        return np.where(np.isfinite(mx), val, mx), err
+        return loss_d(x)[:2]
 
     def dloss(x):
-        a, _ = terms(x)
-        with np.errstate(all="ignore"):
-            mx = np.max(a, axis=-1, keepdims=True)
-            p = np.exp(a - mx)
-            return np.sum(p * s, axis=-1) / np.sum(p, axis=-1) / s2
+        return loss_d(x)[2]
 
     def tails(x):
         x = np.asarray(x, float)
-        z = (x[..., None] - s) / sigma
-        dz = 2 * _U * (np.abs(x[..., None]) + s) / sigma
+        shape = x.shape
+        xr = x.ravel()[None, :]
+        z = (xr - s_c) / sigma
+        dz = 2 * _U * (np.abs(xr) + s_c) / sigma
         F, S, eF, eS = _ndtr_pair(z, dz)
-        fp = np.sum(w * F, axis=-1)
-        sp = np.sum(w * S, axis=-1)
-        efp = np.sum(w * eF + ew * F, axis=-1) + (n + 2) * _U * fp
-        esp = np.sum(w * eS + ew * S, axis=-1) + (n + 2) * _U * sp
+        fp = np.sum(w_c * F, axis=0)
+        sp = np.sum(w_c * S, axis=0)
+        efp = np.sum(w_c * eF + ew_c * F, axis=0) + (n + 2) * _U * fp
+        esp = np.sum(w_c * eS + ew_c * S, axis=0) + (n + 2) * _U * sp
         z0 = x / sigma
         fq, sq, efq, esq = _ndtr_pair(z0, 2 * _U * np.abs(z0))
-        return fp, fq, sp, sq, efp, efq, esp, esq
+        return (
+            fp.reshape(shape),
+            fq,
+            sp.reshape(shape),
+            sq,
+            efp.reshape(shape),
+            efq,
+            esp.reshape(shape),
+            esq,
+        )
 
     top = float(s.max())
     lo = float(lw[s == 0][0]) if np.any(s == 0) else -np.inf
     x_range = (-8.0 * sigma - top, top + 8.0 * sigma)
-    remove = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf)
-    add = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf, swap=True)
+    remove = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf, loss_d=loss_d)
+    add = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf, swap=True, loss_d=loss_d)
     return [remove, add]
 
 
