@@ -528,3 +528,41 @@ def test_shuffle_with_more_batches_than_the_lower_end_handles_still_answers_the_
     assert row["epsilon_lower"] is None and row["lower_method"] is None
     assert row["epsilon"] == float(exact.gaussian_interval(np.array([1.0]), np.array([1e-12]))[1][0])
     assert any("no lower end" in n for n in d["notes"])
+
+
+@pytest.mark.parametrize(
+    "curve",
+    [
+        lambda s: 2.76 * s**-2.7,  # a power of σ (the amplified regime)
+        lambda s: 1.3 / s + 0.4 / s**4,  # a steeper tail at small σ
+        lambda s: math.inf if s < 0.3 else 5.0 / s,  # nothing can be said below 0.3 (GDP-like above)
+        lambda s: 40.0 * math.exp(-3 * s),  # not a power at all
+    ],
+)
+@pytest.mark.parametrize("target", [0.5, 3.0, 8.0, 30.0])
+def test_sigma_search_brackets_to_rtol_in_few_bounds(curve, target):
+    from dpcalc.cli import _schemes as sch
+
+    calls = []
+
+    def value(s):
+        calls.append(s)
+        return curve(s)
+
+    rtol = 1e-3
+    got = sch.search_sigma(value, target, 1.0, rtol)
+    if not any(curve(s) <= target for s in np.geomspace(1e-6, 1e12, 2000)):
+        assert got is None
+        return
+    s, below = got
+    assert curve(s) <= target < curve(below)
+    assert s / below == pytest.approx(1 + rtol)
+    # Bisection from a bracket of ratio 2 alone takes ten; at the edge of where anything can be said (an
+    # infinite bound just below the answer) there is nothing to interpolate, and it bisects.
+    assert len(calls) <= (20 if math.isinf(curve(below)) else 10)
+
+
+def test_sigma_search_says_none_when_nothing_meets():
+    from dpcalc.cli import _schemes as sch
+
+    assert sch.search_sigma(lambda s: 5.0, 1.0, 1.0) is None

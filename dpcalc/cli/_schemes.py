@@ -166,25 +166,78 @@ def solve_sigma_gdp(epochs: int, delta: float, target: float) -> float:
     return math.sqrt(epochs) / mu
 
 
-def bisect_sigma(meets, lo: float, hi: float, rtol: float = 1e-3) -> tuple[float, float] | None:
-    """The smallest σ (to a relative rtol, searched in log σ) where ``meets(σ)``, given a bracket to widen:
-    (σ, the σ/(1 + rtol) checked below it), or None when no σ up to 1e12 meets it."""
-    hi = max(hi, 1e-6)
-    while not meets(hi):
-        hi *= 4
-        if hi > 1e12:
-            return None
-    lo = min(lo, hi)
-    while meets(lo):
-        lo /= 4
-        if lo < 1e-6:
-            return hi if meets(hi) else None, lo
-    while hi / lo > 1 + rtol:
-        mid = math.sqrt(hi * lo)
-        if meets(mid):
-            hi = mid
+def search_sigma(value, target: float, start: float = 1.0, rtol: float = 1e-3) -> tuple[float, float] | None:
+    """The smallest σ (to a relative rtol) where ``value(σ)`` (a quick upper bound on ε, decreasing in σ; inf
+    where nothing can be said) is at most ``target``: (σ, the σ/(1 + rtol) checked below it), or None when
+    no σ up to 1e12 meets it.
+
+    The bracket is found from ``start`` by steps that assume ε ∝ σ^−a locally (a = 3 at first, then as
+    measured; a step at most 4×, aimed 5 % past the predicted root) — small σ, where bounds cost the most,
+    is not visited unless the answer is there. Then regula falsi in (log σ, log ε), aimed a hair past the
+    predicted root so that it lands on the side that meets, the point rtol below that probed next: two or
+    three bounds after the bracket where bisection takes ten. Where ε is not finite, the geometric
+    midpoint; a prediction is kept rtol/4 inside the bracket, and a side that stays put twice is weighted
+    down (Illinois), so the bracket always shrinks."""
+    x = max(float(start), 1e-6)
+    v = value(x)
+    a = 3.0
+    lo = hi = None
+    vl = vh = math.inf
+    for _ in range(200):
+        if v <= target:
+            hi, vh = x, v
+            if lo is not None:
+                break
+            step = (target / v) ** (1 / a) * 1.05 if 0 < v < math.inf else 4.0
+            x_new = x / min(max(step, 1 + rtol), 4.0)
+            if x_new < 1e-6:
+                return hi, x_new
         else:
-            lo = mid
+            lo, vl = x, v
+            if hi is not None:
+                break
+            step = (v / target) ** (1 / a) * 1.05 if v < math.inf else 4.0
+            x_new = x * min(max(step, 1 + rtol), 4.0)
+            if x_new > 1e12:
+                return None
+        v_new = value(x_new)
+        if 0 < v < math.inf and 0 < v_new < math.inf and v != v_new:
+            a = min(max(math.log(v / v_new) / math.log(x_new / x), 0.25), 8.0)
+        x, v = x_new, v_new
+    if lo is None or hi is None:
+        return None
+    stay = 0  # >0: hi kept moving (lo stayed put) this many times; <0: lo did
+    probe = False
+    for _ in range(200):
+        if hi / lo <= 1 + rtol:
+            break
+        if probe:
+            x = max(hi / (1 + rtol), math.sqrt(lo * hi))  # rtol below the last meeting σ
+        else:
+            x = math.sqrt(lo * hi)
+            if math.isfinite(vl) and vl > target and 0 < vh <= target:
+                fl, fh = math.log(vl / target), math.log(vh / target)
+                if stay >= 2:
+                    fl /= 2 ** (stay - 1)
+                elif stay <= -2:
+                    fh /= 2 ** (-stay - 1)
+                t = fl / (fl - fh)
+                y = lo * (hi / lo) ** t * (1 + rtol / 2)
+                x = min(max(y, lo * (1 + rtol / 4)), hi / (1 + rtol / 4))
+        vx = value(x)
+        was_probe, probe = probe, False
+        if vx <= target:
+            hi, vh = x, vx
+            if not was_probe:  # (a probe's step is not regula falsi's: it does not count toward Illinois)
+                stay = stay + 1 if stay > 0 else 1
+                # Probe rtol below only when this point is predicted within about 2·rtol of the root (the
+                # bracket's own slope in log-log): a point far above it is followed by regula falsi.
+                slope = math.log(vl / vh) / math.log(hi / lo) if math.isfinite(vl) and vh > 0 else 0.0
+                probe = not slope > 0 or math.log(target / vh) <= 2 * rtol * slope
+        else:
+            lo, vl = x, vx
+            if not was_probe:
+                stay = stay - 1 if stay < 0 else -1
     return hi, hi / (1 + rtol)
 
 

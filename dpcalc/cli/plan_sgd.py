@@ -1205,8 +1205,12 @@ def _scheme_inverse(v: dict) -> int:
         if solve == "noise-multiplier":
             row["epochs"] = c.f(m["epochs"][i]) if epochs is not None else None
 
-            def full(s, i=i):
-                return sch.checked(scheme, sch._args(m, q, total, i, sigma=s), np.array([d]))
+            seen: dict = {}  # σ → its full interval (the search's last check is the next value's row)
+
+            def full(s, i=i, seen=seen):
+                if s not in seen:
+                    seen[s] = sch.checked(scheme, sch._args(m, q, total, i, sigma=s), np.array([d]))
+                return seen[s]
 
             if scheme == "shuffle":
                 e = sch.epochs_begun(total[i], m["dataset_size"][i], m["batch_size"][i])
@@ -1215,11 +1219,11 @@ def _scheme_inverse(v: dict) -> int:
                 step = 1e-6
             else:
 
-                def meets(s, i=i):
+                def value(s, i=i):
                     args = sch._args(m, q, total, i, sigma=s)
-                    return sch.quick_upper(scheme, **args, delta=d) <= target
+                    return sch.quick_upper(scheme, **args, delta=d)
 
-                br = sch.bisect_sigma(meets, 0.5, 1.0, rtol)
+                br = sch.search_sigma(value, target, 1.0, rtol)
                 found_pair = None if br is None else sch.refine_sigma(full, br[0], target, rtol)
                 step = rtol
             if found_pair is None:
