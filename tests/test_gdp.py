@@ -58,3 +58,17 @@ def test_clt_mu_formula_and_no_overflow():
 
 def test_compose_mu():
     assert gdp.compose_mu([0.3, 0.4]) == pytest.approx(0.5)
+
+
+def test_series_on_a_few_points_matches_the_array_run():
+    """gdp._series runs its backward recurrence on Python floats for a few points (a search's steps) and on
+    arrays otherwise: the same IEEE operations, so the same values, to the bit."""
+    from dpcalc.core import gdp as G
+
+    rng = np.random.default_rng(0)
+    x = rng.uniform(1.0, 20.0, 300)
+    mu = x * rng.uniform(0.01, 0.7, 300)
+    assert x.size > G._SCALAR_RUN
+    many = G._series(x, mu)
+    few = np.concatenate([G._series(x[i : i + 2], mu[i : i + 2]) for i in range(0, x.size, 2)])
+    assert np.array_equal(many, few)

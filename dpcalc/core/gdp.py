@@ -130,6 +130,21 @@ def _ratio_dd(num, den):
     return qh, np.where(ok, ql, 0.0)
 
 
+#: Bands of at most this many points run the backward recurrence of :func:`_series` on Python floats.
+_SCALAR_RUN = 8
+
+
+def _backward_run(x: float, mu: float, r: float, top: int, n: int) -> float:
+    """One point of :func:`_series`' backward run (x >= 1), on Python floats: the same steps as the array run."""
+    s = 0.0
+    for k in range(top, 0, -1):
+        den = x + r
+        if k <= n:
+            s = mu / den * (1.0 - s)
+        r = k / den
+    return s
+
+
 def _series(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """S = (R(x) − R(x+μ))/R(x) for x >= 0, 0 < μ <= 0.7·max(x, 1), R the Mills ratio, to a few ulps.
 
@@ -157,6 +172,11 @@ def _series(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
         kk = float(top + 1)
         with np.errstate(over="ignore"):
             r = kk / (0.5 * xb + np.hypot(0.5 * xb, np.sqrt(kk)))  # fixed point of r = K/(x + r)
+        if xb.size <= _SCALAR_RUN:
+            # A few points (a search's steps): the same operations on Python floats, without numpy's
+            # per-call cost over hundreds of steps (IEEE doubles either way: the same roundings).
+            out[band] = [_backward_run(float(xi), float(mi), float(ri), top, n) for xi, mi, ri in zip(xb, mb, r)]
+            continue
         s = np.zeros_like(xb)
         for k in range(top, 0, -1):
             den = xb + r  # x + r_{k+1}
