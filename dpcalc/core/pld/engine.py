@@ -417,21 +417,12 @@ def epsilon(
     from ..._alloc import release_freed_memory
 
     try:
-        return _epsilon(mechs, delta, rel=rel, abs_=abs_, h0=h0, upper_only=upper_only, fine_upper=fine_upper)
+        return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper)
     finally:
         release_freed_memory()
 
 
-def _epsilon(
-    mechs,
-    delta,
-    *,
-    rel: float = REL_WIDTH,
-    abs_: float = ABS_WIDTH,
-    h0: float | None = None,
-    upper_only: bool = False,
-    fine_upper: bool = True,
-) -> Answer:
+def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The width target comes from
