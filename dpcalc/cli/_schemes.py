@@ -189,7 +189,7 @@ def search_sigma(value, target: float, start: float = 1.0, rtol: float = 1e-3) -
             if lo is not None:
                 break
             step = (target / v) ** (1 / a) * 1.05 if 0 < v < math.inf else 4.0
-            x_new = x / min(max(step, 1 + rtol), 4.0)
+            x_new = x / (min(max(step, 1 + rtol), 4.0) if math.isfinite(step) else 4.0)
             if x_new < 1e-6:
                 return hi, x_new
         else:
@@ -197,7 +197,7 @@ def search_sigma(value, target: float, start: float = 1.0, rtol: float = 1e-3) -
             if hi is not None:
                 break
             step = (v / target) ** (1 / a) * 1.05 if v < math.inf else 4.0
-            x_new = x * min(max(step, 1 + rtol), 4.0)
+            x_new = x * (min(max(step, 1 + rtol), 4.0) if math.isfinite(step) else 4.0)
             if x_new > 1e12:
                 return None
         v_new = value(x_new)
