@@ -237,3 +237,48 @@ def test_max_statistic_lower_below_poisson_upper_at_rate_one_over_k():
     lo = pld.epsilon([(PS.max_statistic(1 / SIGMA, k), 1)], 1e-5).lower[0]
     up = pld.epsilon([(pld.subsampled_gaussian(1.0 / k, SIGMA), k)], 1e-5).upper[0]
     assert 0 < lo <= up * 1.1
+
+
+# --------------------------------------------------------------------------- a run that stops mid-epoch
+
+
+def test_partial_epoch_pair_of_one_batch_is_poisson_at_one_over_k():
+    """The max statistic of an epoch cut after r = 1 of k batches is the record's one batch, there with
+    probability 1/k: the Poisson-subsampled Gaussian at rate 1/k (to round-off)."""
+    sigma, k, d = 1.1, 235, 1e-5
+    a = pld.epsilon([(PS.max_statistic(1 / sigma, k, run=1), 1)], d)
+    b = pld.epsilon([(pld.subsampled_gaussian(1 / k, sigma), 1)], d)
+    assert a.lower[0] == pytest.approx(b.lower[0], rel=1e-9) and a.upper[0] == pytest.approx(b.upper[0], rel=1e-9)
+
+
+def test_partial_epoch_lower_end_sits_between_whole_epochs():
+    """A run of E − 1 epochs and r < k batches: its lower end is at least that of E − 1 whole epochs (more is
+    released) and at most that of E whole epochs (the last epoch is a post-processing of a whole one), and
+    grows with r."""
+    sigma, k, d = 0.8, 20, 1e-5
+    n, b = k * 100, 100
+    whole = [S.shuffle_interval(n, b, e, sigma, d).lower[0] for e in (2, 3)]
+    part = [S.shuffle_interval(n, b, 3, sigma, d, last_batches=r).lower[0] for r in (1, 5, 19)]
+    assert whole[0] <= part[0] <= part[1] <= part[2] <= whole[1]
+    assert S.shuffle_interval(n, b, 3, sigma, d, last_batches=k).lower[0] == whole[1]
+    with pytest.raises(ValueError):
+        S.shuffle_interval(n, b, 3, sigma, d, last_batches=k + 1)
+
+
+def test_cli_lower_end_counts_a_partial_last_epoch_as_partial():
+    """plan-sgd with T not a multiple of k: the lower end is E − 1 whole epochs and the partial one, not E
+    whole epochs (which would claim more than the run releases)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    args = "plan-sgd --dataset-size 200 --batch-size 100 --steps 3 --noise-multiplier 0.3 --delta 1e-5 --json"
+    for sampling in ("shuffle", "balls-in-bins"):
+        r = CliRunner().invoke(cli, args.split() + ["--sampling", sampling])
+        assert r.exit_code == 0, r.output
+        row = json.loads(r.stdout)["rows"][0]
+        direct = pld.epsilon([(PS.max_statistic(1 / 0.3, 2), 1), (PS.max_statistic(1 / 0.3, 2, run=1), 1)], 1e-5)
+        two_whole = pld.epsilon([(PS.max_statistic(1 / 0.3, 2), 2)], 1e-5)
+        assert row["epsilon_lower"] <= direct.lower[0] < two_whole.lower[0]

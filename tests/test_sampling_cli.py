@@ -522,12 +522,18 @@ def test_user_level_beyond_its_range_is_one_line_not_a_hang():
 
 def test_shuffle_with_more_batches_than_the_lower_end_handles_still_answers_the_upper_end():
     row, d = one_row(
-        "plan-sgd --dataset-size 9007199254740992 --batch-size 1 --steps 5 --noise-multiplier 1 --delta 1e-12"
+        "plan-sgd --dataset-size 9007199254740992 --batch-size 1 --epochs 1 --noise-multiplier 1 --delta 1e-12"
         " --sampling shuffle"
     )
     assert row["epsilon_lower"] is None and row["lower_method"] is None
     assert row["epsilon"] == float(exact.gaussian_interval(np.array([1.0]), np.array([1e-12]))[1][0])
     assert any("no lower end" in n for n in d["notes"])
+    # Five steps of that epoch: the partial epoch's pair (the record ran with probability 5/k) has a lower end.
+    row, _ = one_row(
+        "plan-sgd --dataset-size 9007199254740992 --batch-size 1 --steps 5 --noise-multiplier 1 --delta 1e-12"
+        " --sampling shuffle"
+    )
+    assert row["lower_method"] == "pld-max-statistic" and 0 <= row["epsilon_lower"] <= row["epsilon"]
 
 
 @pytest.mark.parametrize(

@@ -100,7 +100,10 @@ def interval(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta, **kw):
             check_user_level(int(k_user), float(sigma))
             return S.user_level_interval(float(q), float(sigma), int(steps), int(k_user), delta, **kw)
         f = S.shuffle_interval if scheme == "shuffle" else S.balls_in_bins_interval
-        return f(int(n), int(b), epochs_begun(steps, n, b), float(sigma), delta, **kw)
+        e = epochs_begun(steps, n, b)
+        # The batches of the last epoch the run reaches (fewer than k where it stops mid-epoch).
+        last = int(steps) - (e - 1) * S.batches_per_epoch(int(n), int(b))
+        return f(int(n), int(b), e, float(sigma), delta, last_batches=last, **kw)
 
 
 #: User level is accounted for K up to this many examples per user, and K/σ up to USER_LEVEL_MAX_RATIO: the

@@ -155,11 +155,23 @@ def truncated_poisson_interval(
     )
 
 
-def _max_statistic_lower(sigma: float, batches: int, epochs: int, d: np.ndarray, **kw):
+def _max_statistic_lower(sigma: float, batches: int, epochs: int, d: np.ndarray, last_batches=None, **kw):
+    """The engine on E epochs of the max-statistic pair, the last one cut after ``last_batches`` batches
+    when that is fewer than k (a run that stops mid-epoch: that epoch's pair is the partial one of
+    :func:`.pld.sampling.max_statistic`, not a whole epoch's)."""
     from .pld import sampling as S
 
+    k, e = int(batches), int(epochs)
+    r = k if last_batches is None else int(last_batches)
+    if not 1 <= r <= k:
+        raise ValueError("last_batches must be between 1 and the batches per epoch")
+    mu = 1.0 / sigma
+    mechs = [(S.max_statistic(mu, k), e - 1 if r < k else e)]
+    if r < k:
+        mechs.append((S.max_statistic(mu, k, run=r), 1))
+    mechs = [(m, t) for m, t in mechs if t > 0]
     # Only the lower end is used: the upper end need not start on the fine grid.
-    return _engine([(S.max_statistic(1.0 / sigma, batches), int(epochs))], d, fine_upper=False, **kw)
+    return _engine(mechs, d, fine_upper=False, **kw)
 
 
 def _no_amplification_upper(sigma: float, epochs: int, d: np.ndarray) -> np.ndarray:
@@ -169,7 +181,9 @@ def _no_amplification_upper(sigma: float, epochs: int, d: np.ndarray) -> np.ndar
     return exact.gaussian_interval(np.full(d.shape, mu), d)[1]
 
 
-def shuffle_interval(dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, **kw) -> SchemeInterval:
+def shuffle_interval(
+    dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, last_batches: int | None = None, **kw
+) -> SchemeInterval:
     """Shuffled epochs: each epoch a random permutation cut into k = ⌈N/B⌉ batches.
 
     Upper end (``gdp-no-amplification``): every record is in exactly one batch per epoch, so given
@@ -180,10 +194,12 @@ def shuffle_interval(dataset_size: int, batch_size: int, epochs: int, sigma: flo
     upper bound — how much shuffling amplifies has no certified bound here.
 
     Lower end (``pld-max-statistic``): the engine's lower end on E epochs of the max-statistic pair
-    (:func:`.pld.sampling.max_statistic`: actual datasets, [CGK+24]).
+    (:func:`.pld.sampling.max_statistic`: actual datasets, [CGK+24]). ``last_batches``: the batches the
+    last epoch runs, when the run stops before its end (its pair is then the partial epoch's; the upper
+    end still counts it whole).
     """
     return _one_batch_per_epoch(
-        dataset_size, batch_size, epochs, sigma, delta,
+        dataset_size, batch_size, epochs, sigma, delta, last_batches,
         "upper: no amplification by shuffling (exact if the batches were public)",
         "lower: largest batch output per epoch, two actual datasets (Chua et al. 2024)",
         **kw,
@@ -225,7 +241,7 @@ def balls_in_bins_upper(batches: int, epochs: int, sigma: float, delta, upper_on
 
 
 def balls_in_bins_interval(
-    dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, **kw
+    dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, last_batches: int | None = None, **kw
 ) -> SchemeInterval:
     """Balls-in-bins (random allocation): each record in one of the epoch's k = ⌈N/B⌉ batches, uniformly.
 
@@ -235,9 +251,10 @@ def balls_in_bins_interval(
     moves — built in the convex order, :mod:`.pld.allocation`) and the unamplified √E/σ-GDP
     (``gdp-no-amplification``; it also holds under substitution). Where the construction does not fit
     (see :func:`balls_in_bins_upper`) the GDP bound alone, with a note. Lower end: the max statistic of
-    that same pair (it is realisable), as for shuffling. ``method`` is a tuple, one per δ.
+    that same pair (it is realisable), as for shuffling; ``last_batches`` as for :func:`shuffle_interval`.
+    ``method`` is a tuple, one per δ.
     """
-    k, d, gdp_up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw)
+    k, d, gdp_up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches, **kw)
     ra = balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
     notes = [
         "add/remove neighbours (the same as zero-out here: no other record moves), σ the noise multiplier; "
@@ -268,20 +285,21 @@ def balls_in_bins_interval(
     return SchemeInterval(np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes))
 
 
-def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw):
+def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches=None, **kw):
     """What every one-batch-per-epoch scheme starts from: k batches per epoch, the δ's, the no-amplification
-    √E/σ-GDP upper end and the engine's max-statistic lower end."""
+    √E/σ-GDP upper end and the engine's max-statistic lower end (the last epoch cut after ``last_batches``)."""
     k = batches_per_epoch(dataset_size, batch_size)
     d = _delta(delta)
     if int(epochs) < 1 or not sigma > 0:
         raise ValueError("need epochs >= 1 and sigma > 0")
-    return k, d, _no_amplification_upper(sigma, epochs, d), _max_statistic_lower(sigma, k, epochs, d, **kw)
+    lo = _max_statistic_lower(sigma, k, epochs, d, last_batches, **kw)
+    return k, d, _no_amplification_upper(sigma, epochs, d), lo
 
 
-def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, upper_note, lower_note, **kw):
+def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, last_batches, upper_note, lower_note, **kw):
     """The interval of shuffling (each record in exactly one batch per epoch): the no-amplification
     √E/σ-GDP upper end and the max-statistic lower end."""
-    k, d, up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, **kw)
+    k, d, up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches, **kw)
     notes = (
         f"substitution (or zero-out) neighbours, σ relative to that sensitivity; k = {k} batches per epoch",
         upper_note,

@@ -132,6 +132,7 @@ def monotone_direction(
     swap: bool = False,
     table: int = 1 << 14,
     loss_d: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    open_lo: bool = False,
 ) -> Direction:
     """A pair (P, Q) on the line whose privacy loss ℓ(x) = log(dP/dQ)(x) is increasing in x.
 
@@ -146,6 +147,9 @@ def monotone_direction(
     or above it (``side`` +1); with ``side`` 0 the gap is |ℓ̂ − m| + e. Where no such point is
     found the nearest table end is used and its (larger) gap reported: the contract holds either
     way. ``loss_d(x)``, if given, returns (ℓ, error, ℓ') in one evaluation (Newton's steps use it).
+    ``open_lo``: the direction reports its support open at ℓ(−∞) (lo = −∞; hi = +∞ when swapped) — for a
+    finite ℓ(−∞) that holds next to no mass, so that the engine's grid starts where the mass does (the
+    search still uses ``lo``).
     """
     if loss_d is None:
 
@@ -235,8 +239,8 @@ def monotone_direction(
     j = int(np.clip(np.searchsorted(ref, 0.5), 0, table))
     med = float(l_tab[j])
     if swap:
-        return Direction(lo=-hi, hi=-lo, cdf=cdf, median=-med)
-    return Direction(lo=lo, hi=hi, cdf=cdf, median=med)
+        return Direction(lo=-hi, hi=np.inf if open_lo else -lo, cdf=cdf, median=-med)
+    return Direction(lo=-np.inf if open_lo else lo, hi=hi, cdf=cdf, median=med)
 
 
 def _log_ndtr_err(z):
@@ -481,29 +485,54 @@ def user_level_gaussian(rate: float, sigma: float, examples: int) -> list[Direct
 # --------------------------------------------------------------------------- shuffling: the max statistic
 
 
-def max_statistic(mu: float, batches: int) -> list[Direction]:
+def max_statistic(mu: float, batches: int, run: int | None = None) -> list[Direction]:
     """A dominated pair for one shuffled (or balls-in-bins) epoch: the largest of the k batch outputs.
 
-    Realisable inputs ([CGK+24]): a one-dimensional model, every other record's gradient −1, the
-    differing record's +1 against −1 (substitution) or +1 against a zero record (zero-out), noise
-    relative to that sensitivity: after removing the known sum of the others, one epoch's k outputs
-    are P = (1/k)Σ_t N(μe_t, I_k) against Q = N(0, I_k), μ = 1/σ, whatever the permutation (shuffle)
-    or the allocation (balls-in-bins). The maximum M = max_t y_t is a post-processing, so (law of M
-    under P, law under Q) is dominated by the mechanism's pair, and so are its E-fold products.
+    Realisable inputs ([CGK+24]): a one-dimensional model, noise relative to the neighbour relation's
+    sensitivity, μ = 1/σ. Under substitution every other record's gradient is −1 and the differing
+    record's +1 against −1; under zero-out (add/remove for balls-in-bins) every other record's gradient
+    is 0 and the differing record's +1 against a zero record. Either way, after removing the known sum
+    of the others, one epoch's k outputs are P = (1/k)Σ_t N(μe_t, I_k) against Q = N(0, I_k), whatever
+    the permutation (shuffle) or the allocation (balls-in-bins). The maximum M = max_t y_t is a
+    post-processing, so (law of M under P, law under Q) is dominated by the mechanism's pair, and so
+    are its E-fold products.
 
     Q[M <= m] = Φ(m)^k, P[M <= m] = Φ(m)^(k−1)·Φ(m − μ); the loss ℓ(m) = log(((k−1)Φ(m−μ)/Φ(m) +
     e^{μm − μ²/2})/k) is increasing (Φ is log-concave). Returns [P vs Q, Q vs P]: both are realisable
     (swap the datasets), so both directions' lower ends are lower bounds.
+
+    ``run`` = r < k: an epoch cut short after its first r batches (a run's last, partial epoch). The
+    record is in one of them with probability p = r/k: Q[M <= m] = Φ(m)^r and P[M <= m] = (1 − p)Φ(m)^r
+    + pΦ(m)^(r−1)Φ(m − μ), loss log(1 − p + p·g(m)) with g the r-batch epoch's likelihood ratio above
+    (increasing); r = 1 is the Poisson-subsampled Gaussian at rate 1/k.
     """
     k = int(batches)
     if k < 1:
         raise ValueError("batches must be at least 1")
+    r = k if run is None else int(run)
+    if not 1 <= r <= k:
+        raise ValueError("run must be between 1 and batches")
+    if r < k:
+        return _partial_max_statistic(mu, k, r)
     if k == 1:
         from .mechanisms import gaussian
 
         return gaussian(mu)
+    return _max_statistic_pair(mu, k, 1.0)
+
+
+def _partial_max_statistic(mu: float, k: int, r: int) -> list[Direction]:
+    """:func:`max_statistic` of an epoch cut after r < k batches (probability r/k that the record ran)."""
+    return _max_statistic_pair(mu, r, r / k)
+
+
+def _max_statistic_pair(mu: float, k: int, p: float) -> list[Direction]:
+    """The max statistic of k batch outputs when the record is in one of them with probability p (1: a
+    whole epoch); see :func:`max_statistic`."""
     log_k = float(np.log(k))
-    log_k1 = float(np.log(k - 1))
+    log_k1 = float(np.log(k - 1)) if k > 1 else -np.inf
+    log_1mp = float(np.log1p(-p)) if p < 1 else -np.inf
+    log_p = float(np.log(p))
 
     def _loss_terms(m):
         l1, e1 = _log_ndtr_err(m - mu)
@@ -511,22 +540,30 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
         with np.errstate(all="ignore"):
             a = log_k1 + l1 - l0
             bb = mu * m - mu * mu / 2
-            val = np.logaddexp(a, bb) - log_k
+            full = np.logaddexp(a, bb) - log_k  # the k-batch epoch's log likelihood ratio
             err = e0 + e1 + 8 * _U * (np.abs(l1) + np.abs(l0) + np.abs(mu * m) + mu * mu / 2 + log_k + 1.0)
-        return l0, l1, a, bb, val, err
+            if p < 1:
+                val = np.logaddexp(log_1mp, log_p + full)
+                err = err + 8 * _U * (np.abs(val) + np.abs(full) + abs(log_p) + abs(log_1mp) + 1.0)
+            else:
+                val = full
+        return l0, l1, a, bb, full, val, err
 
     def loss(m):
-        return _loss_terms(np.asarray(m, float))[4:]
+        t = _loss_terms(np.asarray(m, float))
+        return t[5], t[6]
 
     def loss_d(m):
         m = np.asarray(m, float)
-        l0, l1, a, bb, val, err = _loss_terms(m)
+        l0, l1, a, bb, full, val, err = _loss_terms(m)
         with np.errstate(all="ignore"):
             lphi = -0.5 * np.log(2 * np.pi)
             lam1 = np.exp(lphi - 0.5 * (m - mu) ** 2 - l1)  # φ/Φ at m − μ
             lam0 = np.exp(lphi - 0.5 * m * m - l0)
             wa = special.expit(a - bb)
             der = wa * (lam1 - lam0) + (1 - wa) * mu
+            if p < 1:
+                der = der * np.exp(log_p + full - val)
         return val, err, der
 
     def dloss(m):
@@ -537,7 +574,7 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
         l1, e1 = _log_ndtr_err(m - mu)
         l0, e0 = _log_ndtr_err(m)
         with np.errstate(all="ignore"):
-            ep = (k - 1) * l0 + l1
+            ep = ((k - 1) * l0 if k > 1 else 0.0) + l1  # (one batch: Φ(m)^0 = 1, also where Φ(m) = 0)
             eq = k * l0
             # The exponents are sums of k logs, each known to within its own (relative) error: their
             # errors add, plus the sum's rounding — relative, so tiny upper tails keep tiny errors.
@@ -551,6 +588,11 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
             esq = np.exp(np.minimum(eq + e_eq, 0.0)) * e_eq + 2 * _U * sq
             fp = np.where(np.isnan(fp), 0.0, fp)
             fq = np.where(np.isnan(fq), 0.0, fq)
+            if p < 1:
+                # P is the mixture (1 − p)·Q + p·(the k-batch epoch's P): tails and their errors mix.
+                fp, sp = (1 - p) * fq + p * fp, (1 - p) * sq + p * sp
+                efp = (1 - p) * efq + p * efp + 4 * _U * fp
+                esp = (1 - p) * esq + p * esp + 4 * _U * sp
         fin = np.isfinite(m)
         return (
             fp,
@@ -565,6 +607,9 @@ def max_statistic(mu: float, batches: int) -> list[Direction]:
 
     z = float(special.ndtri(1 - 1 / (2 * k))) if k > 1 else 0.0
     x_range = (z - 8.0, z + mu + 12.0)
-    d = monotone_direction(loss, dloss, tails, x_range, lo=-np.inf, hi=np.inf, loss_d=loss_d)
-    s = monotone_direction(loss, dloss, tails, x_range, lo=-np.inf, hi=np.inf, swap=True, loss_d=loss_d)
+    # ℓ(−∞) is log(1 − p) for a partial epoch, but the mass near it is negligible (it takes every output
+    # far below 0): the support is reported open, so that the grid starts where the mass does.
+    lo = log_1mp
+    d = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf, loss_d=loss_d, open_lo=True)
+    s = monotone_direction(loss, dloss, tails, x_range, lo=lo, hi=np.inf, swap=True, loss_d=loss_d, open_lo=True)
     return [d, s]
