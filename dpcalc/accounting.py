@@ -437,6 +437,22 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         )
     if delta < pld.MIN_DELTA:
         return None
+    if len(parts) == 1 and parts[0].kind == "tgauss":
+        # One truncated-Poisson run (a plan-sgd pipe): its scheme's own route, digit for digit (the pair's
+        # upper end, refined against the realisable lower end at the effective rate).
+        from dpcalc.core import sampling as _sampling
+
+        p = parts[0]
+        kw = {} if width is None else {"rel": width, "abs_": width / 10}
+        try:
+            r = _sampling.truncated_poisson_rate_interval(
+                int(p.size), p.rate, int(p.cap), p.sigma, p.times, delta, **kw
+            )
+        except (MemoryError, ValueError, OverflowError, FloatingPointError):
+            return None
+        if not np.isfinite(r.upper[0]):
+            return None
+        return Total("pld", "upper", float(r.upper[0]), delta, epsilon_lower=None, met=bool(r.met[0]))
     from dpcalc.risk import mechanisms
 
     try:

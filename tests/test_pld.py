@@ -544,3 +544,21 @@ def test_a_repeated_direction_gives_the_same_upper_end(q, s, t, d):
     assert two.upper[0] == pytest.approx(one.upper[0], rel=1e-9)
     assert one.lower[0] <= two.lower[0] <= two.upper[0]
     assert two.met[0]
+
+
+def test_a_lower_hint_close_enough_spares_the_lower_end_and_a_far_one_changes_nothing():
+    """lower_hint: certified lower bounds known from elsewhere (here a smaller sampling rate, which the
+    mechanism dominates). Within the width of the upper end they are the answer's lower end; far below it
+    (or above it: one of the two would be false) the engine answers as without them."""
+    q, s, t, d = 0.004096, 0.8, 2442, 1e-7
+    m = [(pld.subsampled_gaussian(q, s), t)]
+    plain = pld.epsilon(m, d, fine_upper=False)
+    near = pld.epsilon([(pld.subsampled_gaussian(q * (1 - 1e-6), s), t)], d, fine_upper=False).lower
+    got = pld.epsilon(m, d, fine_upper=False, lower_hint=near)
+    assert got.met[0] and got.lower[0] == near[0]
+    assert got.upper[0] >= plain.lower[0]
+    assert got.upper[0] - got.lower[0] <= max(1e-3 * got.upper[0], 1e-4) * (1 + 1e-9)
+    far = pld.epsilon(m, d, fine_upper=False, lower_hint=np.array([1.0]))
+    assert far.lower[0] == plain.lower[0] and far.upper[0] == plain.upper[0]
+    false = pld.epsilon(m, d, fine_upper=False, lower_hint=np.array([10.0]))
+    assert false.lower[0] == plain.lower[0] and false.upper[0] == plain.upper[0]

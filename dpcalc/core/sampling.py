@@ -36,6 +36,7 @@ __all__ = [
     "SchemeInterval",
     "batches_per_epoch",
     "truncated_poisson_interval",
+    "truncated_poisson_rate_interval",
     "shuffle_interval",
     "balls_in_bins_interval",
     "balls_in_bins_upper",
@@ -64,7 +65,8 @@ class SchemeInterval:
     interval itself can be wide where the upper and lower constructions differ: that is the width
     of what is known, not a numerical one). ``notes``: lines the CLI shows under the table.
     ``upper_pair``: the engine's interval on the dominating pair itself (where there is one) — how
-    far its upper end is from that pair's own ε.
+    far its upper end is from that pair's own ε (its lower end may be the scheme's, where that was
+    already within the width of the pair's upper end).
     """
 
     lower: np.ndarray
@@ -118,11 +120,20 @@ def truncated_poisson_interval(
     actual neighbouring datasets (the others' gradients zero). Where B_max > N the batch is never
     cut: Poisson sampling's own interval (both ends from the engine on that pair).
     """
+    return truncated_poisson_rate_interval(
+        dataset_size, float(batch_size) / int(dataset_size), max_batch_size, sigma, steps, delta, **kw
+    )
+
+
+def truncated_poisson_rate_interval(
+    dataset_size: int, rate: float, max_batch_size: int, sigma: float, steps: int, delta, **kw
+) -> SchemeInterval:
+    """:func:`truncated_poisson_interval` given the rate q itself (a piped run's), not the batch size."""
     from . import pld
     from .pld import sampling as S
 
     n, bmax = int(dataset_size), int(max_batch_size)
-    q = float(batch_size) / n
+    q = float(rate)
     if not (0 < q <= 1) or bmax < 1 or int(steps) < 1 or not sigma > 0:
         raise ValueError("need 0 < batch_size <= dataset_size, max_batch_size >= 1, steps >= 1, sigma > 0")
     d = _delta(delta)
@@ -132,11 +143,14 @@ def truncated_poisson_interval(
         return SchemeInterval(
             a.lower, a.upper, "pld", "upper", "pld", a.met, ("B_max > N: no batch is ever cut (Poisson sampling)",)
         )
-    # Neither run's upper end on the fine grid: the first is a dominating construction's (a bound on the
-    # scheme, not its ε), the second's upper end is not used.
-    up = _engine([(S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax), t)], d, fine_upper=False, **kw)
+    # Neither run's upper end on the fine grid: the second is a dominating construction's (a bound on the
+    # scheme, not its ε), the first's upper end is not used. The first run's lower end is certified for
+    # the scheme, so for the pair that dominates it too: where the pair's upper end comes within the
+    # width of it, the pair's own lower end is not needed.
     qbar = min(S.truncated_poisson_lower_rate(q, n - 1, bmax), S.truncated_poisson_lower_rate(q, n, bmax))
     lo = _engine([(pld.subsampled_gaussian(qbar, sigma), t)], d, fine_upper=False, **kw)
+    pair = S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax)
+    up = _engine([(pair, t)], d, fine_upper=False, lower_hint=lo.lower, **kw)
     lower = np.minimum(lo.lower, up.upper)
     notes = (
         "upper: dominating pair given the others' sample (a cut batch: the record may displace another,"

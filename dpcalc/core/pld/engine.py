@@ -410,6 +410,7 @@ def epsilon(
     h0: float | None = None,
     upper_only: bool = False,
     fine_upper: bool = True,
+    lower_hint=None,
 ) -> Answer:
     """Certified [lower, upper] on ε(δ): see :func:`_epsilon`. The heap's free pages go back to the system
     afterwards (:func:`dpcalc._alloc.release_freed_memory`), so that many answers in a row (a search)
@@ -417,12 +418,12 @@ def epsilon(
     from ..._alloc import release_freed_memory
 
     try:
-        return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper)
+        return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
     finally:
         release_freed_memory()
 
 
-def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool) -> Answer:
+def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The width target comes from
@@ -450,6 +451,12 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     whose upper end is itself a bound on another mechanism's (a dominating
     construction: a tighter upper end on it buys little), at about half the
     time.
+
+    ``lower_hint`` (one per δ): certified lower bounds on this mechanism's ε
+    known from elsewhere (e.g. a realisable mechanism it dominates). Where
+    the upper ends alone, refined a few times, come within the width of
+    them, they are the answer's lower end and the engine's own is not
+    computed; otherwise the engine proceeds as without them.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
@@ -493,6 +500,12 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
             if np.all(up <= abs_):
                 h_e = float(np.min(early[1]))
                 return Answer(np.zeros(delta.shape), up, h_e, h_e, np.ones(delta.shape, dtype=bool))
+
+    if lower_hint is not None:
+        hint = np.broadcast_to(np.asarray(lower_hint, float), delta.shape)
+        got = _upper_to_hint(mechs, delta, hint, min(h0, finest), widest, stats, rel, abs_)
+        if got is not None:
+            return got
 
     # Direction 0's lower bound first; a grid that does not fit is doubled (any grid is sound).
     h_lo = h0
@@ -603,6 +616,37 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     lo = np.minimum(lo, up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
     return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+
+
+def _upper_to_hint(mechs, delta, hint, h, widest, stats, rel, abs_) -> Answer | None:
+    """The upper ends alone (windows cut at ``hint``, certified lower bounds on the mechanism's ε), the
+    dominant direction's halved up to three times while they stay within 4× the width of the hint: the
+    Answer [hint, upper] once within the width, else None (the engine's own lower end is needed)."""
+    if not np.all(np.isfinite(hint) & (hint > 0)):
+        return None
+    try:
+        up_dir, h_dir = _upper_dirs(mechs, delta, h, cut=hint, widest=widest, stats=stats)
+    except MemoryError:
+        return None
+    for rounds in range(4):
+        up = _claimed_upper(mechs, delta, up_dir)
+        target = np.maximum(rel * up, abs_)
+        if not np.all(np.isfinite(up)) or np.any(hint > up * (1 + 1e-12) + 1e-300):
+            return None  # no claim, or one of the two is false: the engine's own ends decide
+        dom = sorted(set(np.argmax(up_dir, axis=0).tolist()))
+        if np.all(up - hint <= target):
+            h_up = float(min(h_dir[k] for k in dom))
+            return Answer(np.minimum(hint, up), up, h_up, h_up, np.ones(delta.shape, dtype=bool))
+        if rounds == 3 or np.any(up - hint > 4 * target):
+            return None
+        try:
+            for k in dom:
+                new = _eps_dirs(mechs, delta, h_dir[k] / 2, "upper", dirs=[k], cut=hint, widest=widest, stats=stats)
+                h_dir[k] /= 2
+                up_dir[k] = np.minimum(up_dir[k], new[k])
+        except MemoryError:
+            return None
+    return None
 
 
 def _claimed_upper(mechs, delta, up_dir) -> np.ndarray:
