@@ -282,3 +282,31 @@ def test_cli_lower_end_counts_a_partial_last_epoch_as_partial():
         direct = pld.epsilon([(PS.max_statistic(1 / 0.3, 2), 1), (PS.max_statistic(1 / 0.3, 2, run=1), 1)], 1e-5)
         two_whole = pld.epsilon([(PS.max_statistic(1 / 0.3, 2), 2)], 1e-5)
         assert row["epsilon_lower"] <= direct.lower[0] < two_whole.lower[0]
+
+
+# --------------------------------------------------------------------------- shuffle under zero-out
+
+
+def test_zero_out_lower_end_of_one_batch_is_the_gaussian_shift():
+    """k = 1 (one batch per epoch): Chua et al.'s pair is N(2μ, 1) against N(μ, 1), a Gaussian shift by μ;
+    for one epoch the best threshold test is the likelihood-ratio test, so the lower end is the exact
+    Gaussian ε (to the threshold grid), never above it; over E epochs it stays below √E·μ's."""
+    for sigma, epochs, d in ((1.0, 1, 1e-5), (0.5, 1, 1e-8), (2.0, 4, 1e-6)):
+        got = float(S.shuffle_zero_out_lower(1, epochs, sigma, d)[0])
+        exact = float(gdp.epsilon(np.sqrt(epochs) / sigma, d))
+        assert got <= exact
+        if epochs == 1:
+            assert got >= exact - 5e-3
+
+
+def test_zero_out_lower_end_orders():
+    """The zero-out lower end: below the scheme's upper end, non-decreasing in the epochs and in the batches
+    the last epoch runs, and None past the epochs it is computed for."""
+    sigma, k, d = 1.1, 50, 1e-5
+    e = [float(S.shuffle_zero_out_lower(k, n, sigma, d)[0]) for n in (1, 2, 5)]
+    assert 0 < e[0] <= e[1] <= e[2]
+    part = [float(S.shuffle_zero_out_lower(k, 3, sigma, d, last_batches=r)[0]) for r in (1, 25, 50)]
+    assert part[0] <= part[1] <= part[2] == float(S.shuffle_zero_out_lower(k, 3, sigma, d)[0])
+    r = S.shuffle_interval(k * 10, 10, 5, sigma, np.array([1e-5, 1e-8]))
+    assert np.all(r.zero_out_lower <= r.upper) and np.all(r.zero_out_lower > r.lower)
+    assert S.shuffle_zero_out_lower(k, S.ZERO_OUT_MAX_EPOCHS + 1, sigma, d) is None

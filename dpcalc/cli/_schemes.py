@@ -381,6 +381,11 @@ def interval_fields(r, j: int, scheme: str) -> dict:
         "bound": r.bound,
         "lower_method": r.lower_method if np.isfinite(lo) else None,
         "scheme": scheme,
+        **(
+            {"epsilon_lower_zero_out": float(r.zero_out_lower[j])}
+            if getattr(r, "zero_out_lower", None) is not None
+            else {}
+        ),
     }
 
 
@@ -494,6 +499,7 @@ def columns(rows: list[dict], inverse: bool) -> list:
             Column("steps", "steps", "int"),
             Column("delta", "δ"),
             Column("epsilon_lower", "ε ≥ (certified)", safe="down"),
+            Column("epsilon_lower_zero_out", "ε ≥ (zero-out)", safe="down"),
             Column("epsilon", "ε", safe="up"),
         ]
     ) + [

@@ -32,12 +32,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+_U = float(np.finfo(float).eps)
+
 __all__ = [
     "SchemeInterval",
     "batches_per_epoch",
     "truncated_poisson_interval",
     "truncated_poisson_rate_interval",
     "shuffle_interval",
+    "shuffle_zero_out_lower",
     "balls_in_bins_interval",
     "balls_in_bins_upper",
     "balls_in_bins_pair",
@@ -77,6 +80,9 @@ class SchemeInterval:
     met: np.ndarray
     notes: tuple[str, ...] = ()
     upper_pair: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
+    #: Shuffle: a certified lower end that holds under zero-out neighbours only (σ relative to C), from
+    #: :func:`shuffle_zero_out_lower`; None elsewhere.
+    zero_out_lower: np.ndarray | None = field(default=None, compare=False)
 
     def method_at(self, j: int) -> str:
         """The upper end's method at δ index j."""
@@ -310,6 +316,136 @@ def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches=Non
     return k, d, _no_amplification_upper(sigma, epochs, d), lo
 
 
+#: Epochs beyond which the zero-out threshold bound is not computed (its cost is linear in them, per threshold).
+ZERO_OUT_MAX_EPOCHS = 100_000
+
+
+def _threshold_pair(mu: float, k: int, run: int, c: float):
+    """(P[M > c] rounded down, Q[M > c] rounded up) and (Q[M > c] rounded down, P[M > c] rounded up) for the
+    largest of ``run`` batch outputs of an epoch of k batches, under Chua et al.'s zero-out pair: the record
+    (gradient +1 against 0, the others −1, their known sums removed) shifts its batch by 2μ under P and by μ
+    under Q, and is among the outputs run with probability run/k. None where a tail rounds to 0 or 1."""
+    from .pld.sampling import _log_ndtr_err
+
+    def tail(logs, errs):
+        # 1 − Π Φ(·) from the sum L of the logs (each within its error; the sum's rounding is relative):
+        # −expm1 is decreasing, so L's interval maps to the tail's; expm1's own rounding is relative too.
+        total = float(sum(logs))
+        err = float(sum(errs)) + (len(logs) + 2) * _U * float(sum(abs(x) for x in logs))
+        with np.errstate(all="ignore"):
+            return float(-np.expm1(total + err)) * (1 - 4 * _U), float(-np.expm1(total - err)) * (1 + 4 * _U)
+
+    l0, e0 = (float(v) for v in _log_ndtr_err(np.array(c)))
+    rho = run / k
+    none = tail([run * l0], [run * e0]) if run < k else (0.0, 0.0)  # the record not among the outputs
+    out = []
+    for shift in (2.0 * mu, mu):
+        l1, e1 = (float(v) for v in _log_ndtr_err(np.array(c - shift)))
+        lo, hi = tail([l1, (run - 1) * l0], [e1, (run - 1) * e0])
+        if run < k:  # a mixture of the two tails, weights 1 − ρ and ρ (each product within 2u)
+            lo = ((1 - rho) * none[0] + rho * lo) * (1 - 4 * _U)
+            hi = ((1 - rho) * none[1] + rho * hi) * (1 + 4 * _U)
+        out.append((lo, hi))
+    (p_lo, p_hi), (q_lo, q_hi) = out
+    if not (np.isfinite(p_hi) and np.isfinite(q_hi) and 0 < q_lo and p_hi < 1 and p_lo > q_hi):
+        return None
+    return (p_lo, q_hi), (q_lo, p_hi)
+
+
+def _binary_lower(pairs: list, delta: float) -> float:
+    """The largest ε at which the composition of two-point pairs (a, b) = (P[A], Q[A]) — a product of
+    binomials, one per distinct pair with its count — certainly has δ(ε) = Σ [P_x − e^ε Q_x]_+ above
+    ``delta``: a certified lower bound on the ε of any mechanism these pairs are post-processings of
+    (0 where even ε = 0 is not above it)."""
+    from .pld.sampling import _binom_weights
+
+    lp_all, lq_all = np.zeros(1), np.zeros(1)
+    ep_all, eq_all = np.zeros(1), np.zeros(1)
+    for (a, b), n in pairs:
+        lp, ep = _binom_weights(n, a)
+        lq, eq = _binom_weights(n, b)
+        lp_all = (lp_all[:, None] + lp[None, :]).ravel()
+        lq_all = (lq_all[:, None] + lq[None, :]).ravel()
+        ep_all = (ep_all[:, None] + ep[None, :]).ravel()
+        eq_all = (eq_all[:, None] + eq[None, :]).ravel()
+    # Each exp within 2u of itself; the sum of m non-negative terms within (m + 2)u.
+    lp_lo = lp_all - ep_all - 4 * _U * (np.abs(lp_all) + 1.0)
+    lq_hi = lq_all + eq_all + 4 * _U * (np.abs(lq_all) + 1.0)
+    m = lp_all.size
+    shrink = 1.0 - (m + 8) * _U
+
+    def above(eps: float) -> bool:
+        with np.errstate(all="ignore"):
+            terms = np.exp(lp_lo) - np.exp(np.minimum(eps + lq_hi, 700.0))
+            return bool(np.sum(np.maximum(terms, 0.0)) * shrink > delta)
+
+    if not above(0.0):
+        return 0.0
+    with np.errstate(all="ignore"):
+        top = float(np.max(np.where(np.isfinite(lp_lo - lq_hi), lp_lo - lq_hi, 0.0)))
+    lo, hi = 0.0, max(top, 0.0) + 1.0
+    if above(hi):
+        return 0.0  # (cannot happen: no term is positive past the largest loss) — no claim
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if above(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-12 * max(hi, 1.0):
+            break
+    return lo
+
+
+def shuffle_zero_out_lower(batches: int, epochs: int, sigma: float, delta, last_batches: int | None = None):
+    """A certified lower bound on shuffling's ε under zero-out neighbours (σ relative to C), per δ: Chua et
+    al.'s pair (the other records' gradients −1, the differing record's +1 against 0; with the known batch
+    sums removed its batch is shifted by 2μ under one dataset and by μ under the other, μ = 1/σ) read
+    through a threshold test on the largest batch output, {M > c}: a two-point post-processing of each
+    epoch, composed exactly over the E epochs (binomials, with error bounds) — the best over thresholds c.
+    The last epoch, where the run stops after ``last_batches`` < k batches, is the partial one. None past
+    :data:`ZERO_OUT_MAX_EPOCHS` epochs."""
+    k, e = int(batches), int(epochs)
+    r = k if last_batches is None else int(last_batches)
+    d = _delta(delta)
+    if e > ZERO_OUT_MAX_EPOCHS or k < 1 or not 1 <= r <= k:
+        return None
+    mu = 1.0 / float(sigma)
+    whole = e - 1 if r < k else e
+
+    def value(c: float, dl: float) -> float:
+        pw = _threshold_pair(mu, k, k, c) if whole > 0 else ((0.5, 0.5), (0.5, 0.5))
+        pr = _threshold_pair(mu, k, r, c) if r < k else None
+        if pw is None or (r < k and pr is None):
+            return 0.0
+        best = 0.0
+        for side in (0, 1):  # both orders: swapping the datasets is realisable too
+            pairs = [(pw[side], whole)] if whole > 0 else []
+            if pr is not None:
+                pairs.append((pr[side], 1))
+            best = max(best, _binary_lower(pairs, dl))
+        return best
+
+    from scipy import special as _special
+
+    z = float(_special.ndtri(1.0 - 1.0 / (2.0 * k))) if k > 1 else 0.0
+    out = np.zeros(d.shape)
+    for i, dl in enumerate(d):
+        # Thresholds from about the noise's largest batch output to where the shifted batch's tail is δ.
+        grid = z + np.linspace(-1.0, 2.0 * mu + np.sqrt(2.0 * np.log(1.0 / dl)) + 1.0, 33)
+        vals = [value(float(c), float(dl)) for c in grid]
+        j = int(np.argmax(vals))
+        best, c_best, step = vals[j], float(grid[j]), float(grid[1] - grid[0])
+        for _ in range(3):  # finer grids around the best threshold (every value is a certified bound)
+            for c in c_best + np.linspace(-step, step, 9):
+                v = value(float(c), float(dl))
+                if v > best:
+                    best, c_best = v, float(c)
+            step /= 4.0
+        out[i] = best
+    return out
+
+
 def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, last_batches, upper_note, lower_note, **kw):
     """The interval of shuffling (each record in exactly one batch per epoch): the no-amplification
     √E/σ-GDP upper end and the max-statistic lower end."""
@@ -319,9 +455,19 @@ def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, last_ba
         upper_note,
         lower_note,
     )
+    zo = shuffle_zero_out_lower(k, epochs, sigma, d, last_batches)
+    if zo is not None:
+        zo = np.minimum(zo, up)
+        notes += (
+            "ε ≥ (zero-out): a certified lower end under zero-out neighbours only (σ relative to C) — Chua et "
+            "al.'s pair (the other records' gradients −1, the differing record's +1 against 0), read through a "
+            "threshold test on the largest batch output and composed exactly over the epochs; under substitution "
+            "only ε ≥ (certified) holds",
+        )
     return SchemeInterval(
-        np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes
-    )
+        np.minimum(lo.lower, up), up, "gdp-no-amplification", "upper", "pld-max-statistic", lo.met, notes,
+        zero_out_lower=zo,
+    )  # fmt: skip
 
 
 def user_level_interval(rate: float, sigma: float, steps: int, examples_per_user: int, delta, **kw) -> SchemeInterval:
