@@ -310,3 +310,14 @@ def test_zero_out_lower_end_orders():
     r = S.shuffle_interval(k * 10, 10, 5, sigma, np.array([1e-5, 1e-8]))
     assert np.all(r.zero_out_lower <= r.upper) and np.all(r.zero_out_lower > r.lower)
     assert S.shuffle_zero_out_lower(k, S.ZERO_OUT_MAX_EPOCHS + 1, sigma, d) is None
+
+
+def test_a_zero_out_lower_end_above_the_upper_end_is_not_reported(monkeypatch):
+    """Above the upper end one of the two ends would be false: the zero-out lower end is then withheld (NaN,
+    None in JSON), not clipped to the upper end."""
+    monkeypatch.setattr(S, "shuffle_zero_out_lower", lambda *a, **k: np.array([1e9]))
+    r = S.shuffle_interval(500, 10, 3, 1.0, 1e-5)
+    assert np.isnan(r.zero_out_lower[0]) and np.isfinite(r.upper[0])
+    from dpcalc.cli import _schemes as sch
+
+    assert sch.interval_fields(r, 0, "shuffle")["epsilon_lower_zero_out"] is None

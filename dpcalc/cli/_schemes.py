@@ -382,7 +382,7 @@ def interval_fields(r, j: int, scheme: str) -> dict:
         "lower_method": r.lower_method if np.isfinite(lo) else None,
         "scheme": scheme,
         **(
-            {"epsilon_lower_zero_out": float(r.zero_out_lower[j])}
+            {"epsilon_lower_zero_out": float(r.zero_out_lower[j]) if np.isfinite(r.zero_out_lower[j]) else None}
             if getattr(r, "zero_out_lower", None) is not None
             else {}
         ),

@@ -457,7 +457,8 @@ def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, last_ba
     )
     zo = shuffle_zero_out_lower(k, epochs, sigma, d, last_batches)
     if zo is not None:
-        zo = np.minimum(zo, up)
+        # Above the upper end one of the two would be false: neither claim is made for it (NaN: none).
+        zo = np.where(zo <= up * (1 + 1e-12), zo, np.nan)
         notes += (
             "ε ≥ (zero-out): a certified lower end under zero-out neighbours only (σ relative to C) — Chua et "
             "al.'s pair (the other records' gradients −1, the differing record's +1 against 0), read through a "
