@@ -55,6 +55,9 @@ def _row(label, row, dt, peer=""):
     lo = row.get("epsilon_lower")
     lo_s = f"{lo:9.4f}" if lo is not None else f"{'–':>9s}"
     lm = row.get("lower_method") or (row["method"] if lo is not None else "")
+    zo = row.get("epsilon_lower_zero_out")
+    if zo is not None:  # shuffle: the lower end that holds under zero-out neighbours only
+        peer = f"[zero-out: ε ≥ {zo:.4f}]  {peer}"
     print(f"  {label:30s} {lo_s} {row['epsilon']:9.4f}  {row['method']:22s} {lm:18s} {dt:6.2f}s  {peer}")
 
 
