@@ -383,7 +383,7 @@ def interval_fields(r, j: int, scheme: str) -> dict:
         "scheme": scheme,
         **(
             {"epsilon_lower_zero_out": float(r.zero_out_lower[j]) if np.isfinite(r.zero_out_lower[j]) else None}
-            if getattr(r, "zero_out_lower", None) is not None
+            if r.zero_out_lower is not None
             else {}
         ),
     }

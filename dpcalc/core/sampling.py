@@ -373,16 +373,20 @@ def _binary_lower(pairs: list, delta: float) -> float:
     lq_hi = lq_all + eq_all + 4 * _U * (np.abs(lq_all) + 1.0)
     m = lp_all.size
     shrink = 1.0 - (m + 8) * _U
+    with np.errstate(all="ignore"):
+        top = float(np.max(np.where(np.isfinite(lp_lo - lq_hi), lp_lo - lq_hi, 0.0)))
+        # Terms whose P-mass is below δ·e^-40/m cannot matter, and dropping a term only lowers the sum (its
+        # positive part): the search runs on the rest, their P-masses exponentiated once.
+        keep = lp_lo > np.log(delta) - np.log(m) - 40.0
+        p_keep, lq_keep = np.exp(lp_lo[keep]), lq_hi[keep]
 
     def above(eps: float) -> bool:
         with np.errstate(all="ignore"):
-            terms = np.exp(lp_lo) - np.exp(np.minimum(eps + lq_hi, 700.0))
+            terms = p_keep - np.exp(np.minimum(eps + lq_keep, 700.0))
             return bool(np.sum(np.maximum(terms, 0.0)) * shrink > delta)
 
     if not above(0.0):
         return 0.0
-    with np.errstate(all="ignore"):
-        top = float(np.max(np.where(np.isfinite(lp_lo - lq_hi), lp_lo - lq_hi, 0.0)))
     lo, hi = 0.0, max(top, 0.0) + 1.0
     if above(hi):
         return 0.0  # (cannot happen: no term is positive past the largest loss) — no claim
@@ -414,17 +418,13 @@ def shuffle_zero_out_lower(batches: int, epochs: int, sigma: float, delta, last_
     whole = e - 1 if r < k else e
 
     def value(c: float, dl: float) -> float:
-        pw = _threshold_pair(mu, k, k, c) if whole > 0 else ((0.5, 0.5), (0.5, 0.5))
-        pr = _threshold_pair(mu, k, r, c) if r < k else None
-        if pw is None or (r < k and pr is None):
+        parts = ([(_threshold_pair(mu, k, k, c), whole)] if whole > 0 else []) + (
+            [(_threshold_pair(mu, k, r, c), 1)] if r < k else []
+        )
+        if any(pair is None for pair, _ in parts):
             return 0.0
-        best = 0.0
-        for side in (0, 1):  # both orders: swapping the datasets is realisable too
-            pairs = [(pw[side], whole)] if whole > 0 else []
-            if pr is not None:
-                pairs.append((pr[side], 1))
-            best = max(best, _binary_lower(pairs, dl))
-        return best
+        # Both orders: swapping the datasets is realisable too.
+        return max(_binary_lower([(pair[side], n) for pair, n in parts], dl) for side in (0, 1))
 
     from scipy import special as _special
 

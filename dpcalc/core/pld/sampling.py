@@ -513,17 +513,12 @@ def max_statistic(mu: float, batches: int, run: int | None = None) -> list[Direc
     if not 1 <= r <= k:
         raise ValueError("run must be between 1 and batches")
     if r < k:
-        return _partial_max_statistic(mu, k, r)
+        return _max_statistic_pair(mu, r, r / k)
     if k == 1:
         from .mechanisms import gaussian
 
         return gaussian(mu)
     return _max_statistic_pair(mu, k, 1.0)
-
-
-def _partial_max_statistic(mu: float, k: int, r: int) -> list[Direction]:
-    """:func:`max_statistic` of an epoch cut after r < k batches (probability r/k that the record ran)."""
-    return _max_statistic_pair(mu, r, r / k)
 
 
 def _max_statistic_pair(mu: float, k: int, p: float) -> list[Direction]:
