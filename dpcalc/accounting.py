@@ -425,10 +425,10 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     if not parts or any(p.kind not in PLD_KINDS for p in parts) or all(p.kind == "gauss" for p in parts):
         return None
     parts = group_parts(parts)
+    kw = {} if width is None else {"rel": width, "abs_": width / 10}  # the engine's width, for every route
     if len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss") and (parts[0].times == 1 or parts[0].rate >= 1):
         p = parts[0]
         sampling = "poisson" if p.kind == "sgauss" else "without-replacement"
-        kw = {} if width is None else {"rel": width, "abs_": width / 10}
         t = sgd.tight_interval(p.rate, p.sigma, p.times, delta, sampling, **kw)
         if not np.isfinite(t.upper[0]):
             return None
@@ -443,7 +443,6 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         from dpcalc.core import sampling as _sampling
 
         p = parts[0]
-        kw = {} if width is None else {"rel": width, "abs_": width / 10}
         try:
             r = _sampling.truncated_poisson_rate_interval(
                 int(p.size), p.rate, int(p.cap), p.sigma, p.times, delta, **kw
@@ -457,11 +456,10 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
 
     try:
         mechs = mechanisms(parts, delta)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
-        kw = {} if width is None else {"rel": width, "abs_": width / 10}
-        # A truncated-Poisson pair's upper end is itself a bound (plan-sgd does the same, digit for digit).
-        kw["fine_upper"] = not any(p.kind == "tgauss" for p in parts)
+        # A truncated-Poisson pair's upper end is itself a bound on its release: no need of the fine grid.
+        fine = not any(p.kind == "tgauss" for p in parts)
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(mechs, delta, **kw)
+            ans = pld.epsilon(mechs, delta, fine_upper=fine, **kw)
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
