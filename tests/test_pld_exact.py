@@ -116,3 +116,72 @@ def test_the_hull_at_zero_takes_the_right_limit():
     d = pld.sampled_wor_gaussian(1e-9, 0.05)[0]
     t = d.cdf(np.array([0.0]))
     assert t.sp[0] < 1e-8 and t.fp[0] > 1 - 1e-8
+
+
+# --- ε = 0 by the total variation distance ---------------------------------------------------------
+
+
+def test_total_variation_bound_is_above_one_steps_exact_distance():
+    # One step: TV((1 − q)N(0) + qN(1), N(0)) = q·(2Φ(1/(2σ)) − 1), in 50 digits.
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        q, s = 10 ** rng.uniform(-9, 0), 10 ** rng.uniform(-1, 3)
+        true = mp.mpf(q) * (2 * mp.ncdf(1 / (2 * mp.mpf(s))) - 1)
+        bound = exact.total_variation_upper(q, s, 1)
+        assert bound >= true, (q, s)
+        if s >= 1:  # and not vacuous for small steps: √(χ²/2) ≈ q/(σ√2) against q/(σ√(2π)) + …
+            assert bound <= 2.5 * true
+
+
+def test_total_variation_bound_is_above_the_composed_distance():
+    # T steps: δ(0) of the composition, bounded below by the PLD engine's certified lower end on δ.
+    rng = np.random.default_rng(8)
+    for _ in range(12):
+        q, s, t = 10 ** rng.uniform(-4, -1), 10 ** rng.uniform(0, 1.5), int(10 ** rng.uniform(0, 3))
+        bound = exact.total_variation_upper(q, s, t)
+        lo = pld.delta_interval([(pld.subsampled_gaussian(q, s), t)], [0.0], 2.0**-12).lower
+        assert bound >= lo[0], (q, s, t)
+
+
+def test_the_engine_answers_zero_where_delta_exceeds_the_distance():
+    # The coverage sweep's zero cases: no composition, and the PLD engine's own certified lower end
+    # there is 0 too (a bound below the distance would make it positive).
+    cases = [
+        (1e-6, 100.0, 1, 0.1),
+        (0.000178, 1.09, 48, 0.0027),
+        (8.66e-06, 22.2, 13, 0.0075),
+        (1.24e-06, 29.5, 1368, 1.5e-05),
+        (3.92e-05, 8.13, 862979, 0.021),
+        (1.91e-06, 0.945, 237684, 0.06),
+    ]
+    q, s, t, d = (np.array(c) for c in zip(*cases))
+    r = sgd.tight_interval(q, s, t, d)
+    assert list(r.method) == ["total-variation"] * len(cases)
+    assert list(r.bound) == ["exact"] * len(cases)
+    assert np.all(r.lower == 0) and np.all(r.upper == 0)
+    for qq, ss, tt, dd in cases[1:4]:
+        ans = pld.epsilon([(pld.subsampled_gaussian(qq, ss), int(tt))], [dd])
+        assert ans.lower[0] == 0.0
+    # Just below the bound the route does not apply; sampling without replacement never takes it.
+    tv = exact.total_variation_upper(0.000178, 1.09, 48)
+    assert sgd.tight_interval(0.000178, 1.09, 48, tv * 0.999).method[0] == "pld"
+    assert sgd.tight_interval(1e-6, 100.0, 5, 0.1, sampling="without-replacement").method[0] != "total-variation"
+
+
+def test_a_guess_is_certified_or_ignored():
+    # The few-row path guesses the root on a cheap curve and certifies it on a ladder; a wrong guess
+    # (or none) falls back to the full search, and many rows at once take the search: all agree.
+    rng = np.random.default_rng(11)
+    q, s, d = 10 ** rng.uniform(-6, 0, 20), 10 ** rng.uniform(np.log10(0.3), 2, 20), 10 ** rng.uniform(-12, -1, 20)
+    lo_v, up_v = exact.subsampled_step_interval(q, s, d)  # 20 rows: the search
+    for i in range(20):
+        lo, up = exact.subsampled_step_interval(q[i], s[i], d[i])  # one row: the guess
+        assert lo[0] <= up_v[i] and lo_v[i] <= up[0]
+        assert up[0] - lo[0] <= 1e-11 * up[0] + 1e-300
+    mu, log_d = np.array([0.7]), np.log(np.array([1e-6]))
+    top = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)
+    bounds = lambda e: gdp._log_delta_bounds(mu, e)  # noqa: E731
+    plain = exact._bracket(bounds, log_d, top)
+    for wrong in ([np.nan], [0.0], [plain[1][0] * 1.5], [plain[1][0] * (1 + 1e-9)]):
+        lo, up = exact._bracket(bounds, log_d, top, guess=np.array(wrong))
+        assert lo[0] <= plain[1][0] and plain[0][0] <= up[0] and up[0] - lo[0] <= 1e-12 * up[0]

@@ -360,7 +360,7 @@ def gaussian(
         notes=[notes[sch] for sch in schemes]
         + [
             "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
-            "(pld, or the exact gdp / privacy-profile routes for q = 1 / T = 1)."
+            "(pld, or the exact routes: gdp for q = 1, privacy-profile for T = 1, total-variation where ε = 0)."
         ],
         tail=tail,
     )

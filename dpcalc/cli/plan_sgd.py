@@ -443,7 +443,8 @@ def plan_sgd(
         notes.append(
             "ε ≥ is a certified lower bound and ε a certified upper bound on the true ε (pld: privacy loss "
             "distributions, pessimistic and optimistic discretisation; gdp: q = 1, exactly μ-GDP; "
-            "privacy-profile: one step, its exact δ(ε))."
+            "privacy-profile: one step, its exact δ(ε); total-variation: δ is at least the steps' total variation "
+            "distance, so ε = 0)."
         )
     if "gdp-clt" in engines:
         shown = [e for e in engines if e != "gdp-clt" and np.isfinite(np.asarray(by_engine[e][0], float)).any()]

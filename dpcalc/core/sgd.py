@@ -108,7 +108,13 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
 
 #: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists;
 #: ``pld-bracket`` is a row of an ε curve between two composed step counts (:func:`tight_curve`).
-TIGHT_METHODS = {"pld": "upper", "gdp": "exact", "privacy-profile": "exact", "pld-bracket": "upper"}
+TIGHT_METHODS = {
+    "pld": "upper",
+    "gdp": "exact",
+    "privacy-profile": "exact",
+    "total-variation": "exact",
+    "pld-bracket": "upper",
+}
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,10 @@ class Tight:
 
     ``method`` is ``gdp`` where every record is in every batch (q = 1: T Gaussian steps are exactly
     μ-GDP with μ = √T/σ), ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
-    subsampled Gaussian), ``pld`` otherwise; ``bound`` is ``exact`` for the first two (the interval
-    is round-off wide) and ``upper`` for PLD. ``met`` says whether the width asked for was reached.
+    subsampled Gaussian), ``total-variation`` where δ is at least a bound on the total variation
+    distance of the T steps (Poisson sampling: ε = 0 exactly, no composition needed), ``pld``
+    otherwise; ``bound`` is ``exact`` for those three (the interval is round-off wide, or [0, 0])
+    and ``upper`` for PLD. ``met`` says whether the width asked for was reached.
     """
 
     lower: np.ndarray
@@ -146,8 +154,14 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
     lo, up, method, met = _blank(n, met=True)
-    full = q >= 1.0
-    one = (steps == 1) & ~full
+    # ε = 0 exactly where δ is at least a bound on the total variation distance (Poisson sampling).
+    zero = np.zeros(n, dtype=bool)
+    if sampling == "poisson":
+        zero = exact.total_variation_upper(q, sigma, steps) <= delta
+        lo[zero] = up[zero] = 0.0
+        method[zero] = "total-variation"
+    full = (q >= 1.0) & ~zero
+    one = (steps == 1) & ~full & ~zero
     if full.any():
         lo[full], up[full] = exact.gaussian_interval(np.sqrt(steps[full]) / sigma[full], delta[full])
         method[full] = "gdp"
@@ -155,7 +169,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         lo[one], up[one] = exact.subsampled_step_interval(q[one], sigma[one], delta[one])
         method[one] = "privacy-profile"
     groups: dict = {}
-    for i in np.flatnonzero(~full & ~one):
+    for i in np.flatnonzero(~full & ~one & ~zero):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
     def answer(key, rows):
@@ -512,7 +526,7 @@ class Solution:
     reported bound there; ``found`` whether it is the optimum within the tolerance (``status`` says
     why not otherwise); ``next_value`` / ``next_epsilon`` the value checked on the other side (σ/(1 +
     rtol) or closer, T + 1, B + 1) and its bound (NaN: cannot be accounted); ``method`` the bound's
-    method (pld, rdp, gdp, privacy-profile, gdp-clt).
+    method (pld, rdp, gdp, privacy-profile, total-variation, gdp-clt).
     """
 
     value: np.ndarray

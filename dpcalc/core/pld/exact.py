@@ -19,6 +19,14 @@ round-off only (about 1e-13 relative).
   cancellation; ε = max of the two directions. One step sampled without
   replacement under substitution has the same curve: the hull C_q(G_μ) has
   δ = max(δ_r, δ_a) ([DRS] Thm 4.2).
+* **ε = 0** (any q, T; Poisson sampling): δ(0) of a pair is its total
+  variation distance, which for T steps is at most √(KL/2) (Pinsker) and
+  √(1 − e^{−KL}) (Bretagnolle–Huber), with KL = T·KL₁ and KL₁ <= log(1 + χ²)
+  (Jensen), χ² = q²(e^{1/σ²} − 1) the χ² divergence of one step's pair
+  (1 − q)N(0, σ²) + qN(1, σ²) against N(0, σ²). Total variation is symmetric,
+  so the bound covers both directions: where it is at most δ, ε(δ) = 0
+  exactly. A handful of floating-point operations, so the cases of large δ
+  or tiny steps take no composition at all.
 
 References
 ----------
@@ -30,16 +38,107 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+from scipy import special
 
 from ..gdp import _log_delta_bounds
 
-__all__ = ["gaussian_interval", "subsampled_step_interval"]
+__all__ = ["gaussian_interval", "subsampled_step_interval", "total_variation_upper"]
 
 _U = float(np.finfo(float).eps)
 
 
-def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
+#: Few cases (a single row, a search's step) find the root on a cheap double-precision curve first and
+#: certify it with one call of the bounds (:func:`_ladder`); larger arrays take :func:`_bracket` whole.
+GUESS_UP_TO = 16
+
+#: The ladder's checked points must lie within 2^LADDER_NEAR ulps of the guess on both sides; otherwise
+#: (the cheap curve was off) the full search answers.
+LADDER_NEAR = 13
+
+
+def _log_delta_cheap(mu: float, e: float) -> float:
+    """log δ_μ(ε) = log(Φ(a) − e^ε Φ(a − μ)), a = μ/2 − ε/μ, in doubles without error bounds: to guess a root."""
+    a = 0.5 * mu - e / mu
+    la = float(special.log_ndtr(a))
+    r = e + float(special.log_ndtr(a - mu)) - la
+    return la + math.log(-math.expm1(r)) if r < 0 else -math.inf
+
+
+def _root_cheap(f, top: float) -> float:
+    """The root in [0, top] of a decreasing f (f(0) > 0 assumed checked by the caller, f(top) <= 0 or top
+    extended), by the Illinois method on the cheap curve: a guess, certified by the caller."""
+    a, c = 0.0, top
+    fa, fc = f(a), f(c)
+    for _ in range(60):
+        if fc <= 0:
+            break
+        a, fa, c = c, fc, 2 * c + 1
+        fc = f(c)
+    if not (fa > 0 >= fc):
+        return c if fa <= 0 else math.nan
+    side = 0
+    for _ in range(200):
+        x = c - fc * (c - a) / (fc - fa)
+        if not (a < x < c):
+            x = a + 0.5 * (c - a)
+        fx = f(x)
+        if fx == 0 or c - a <= 2 * _U * c:
+            return x
+        if fx < 0:
+            c, fc = x, fx
+            if side == 1:
+                fa *= 0.5
+            side = 1
+        else:
+            a, fa = x, fx
+            if side == -1:
+                fc *= 0.5
+            side = -1
+    return 0.5 * (a + c)
+
+
+#: The rungs (powers of two of ulps) tried first around a guess, then the whole ladder: two per side for
+#: one subsampled step (a single row's two directions evaluate 8 points, the bounds' scalar path),
+#: three for the Gaussian curve (one direction; small μ has the larger round-off).
+FIRST_RUNGS = (3, 8)
+FIRST_RUNGS_GAUSSIAN = (3, 8, 13)
+
+
+def _ladder(bounds, log_target: np.ndarray, guess: np.ndarray, first=FIRST_RUNGS):
+    """(x_lo, x_up, ok): :func:`_ladder_at` on the rungs ``first``, then, where that did not find both
+    ends, on every rung up to LADDER_NEAR."""
+    x_lo, x_up, ok = _ladder_at(bounds, log_target, guess, first)
+    if ok.all():
+        return x_lo, x_up, ok
+    return _ladder_at(bounds, log_target, guess, range(LADDER_NEAR + 1))
+
+
+def _ladder_at(bounds, log_target: np.ndarray, guess: np.ndarray, rungs):
+    """(x_lo, x_up, ok) from one call of ``bounds`` at 0 and on ladders x̂·(1 ± 2^k·u), k in ``rungs``,
+    around the guesses x̂: as :func:`_bracket`'s last step (every end returned was evaluated). ``ok`` is
+    false where no rung was checked on one side (or the guess is not finite)."""
+    t = log_target
+    g = np.where(np.isfinite(guess), np.maximum(guess, 0.0), 0.0)
+    k = 2.0 ** np.asarray(rungs, dtype=float)[:, None] * _U
+    tiny = np.finfo(float).tiny
+    ups = g[None, :] * (1 + k) + tiny
+    downs = g[None, :] * (1 - np.minimum(k, 1.0))
+    lo_all, hi_all = bounds(np.concatenate([np.zeros((1, g.size)), ups, downs], axis=0))
+    lo0, hi0 = lo_all[0], hi_all[0]
+    hi_u, lo_d = hi_all[1 : 1 + k.shape[0]], lo_all[1 + k.shape[0] :]
+    good_u, good_d = hi_u <= t, lo_d > t
+    i_u, i_d = np.argmax(good_u, axis=0), np.argmax(good_d, axis=0)
+    x_up = np.where(hi0 <= t, 0.0, np.take_along_axis(ups, i_u[None, :], 0)[0])
+    x_lo = np.where(lo0 <= t, 0.0, np.take_along_axis(downs, i_d[None, :], 0)[0])
+    ok_u = (hi0 <= t) | good_u.any(axis=0)
+    ok_d = (lo0 <= t) | good_d.any(axis=0)
+    return x_lo, x_up, np.isfinite(guess) & ok_u & ok_d
+
+
+def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100, guess=None, first=FIRST_RUNGS):
     """For curves decreasing in x >= 0 with certified ``bounds(x) -> (lo, hi)`` of log δ(x):
     (x_lo, x_up) where hi(x_up) <= target and lo(x_lo) > target were evaluated (x_lo = 0 when even
     lo(0) is not above the target: no claim beyond x >= 0). x_up is inf where no checked point was found.
@@ -48,8 +147,16 @@ def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
     ends kept twice are halved) on √(−log δ), to a few ulps; the two ends are then the
     nearest points of a ladder x·(1 ± 2^k·u) around it at which the bounds are checked — so the
     interval is as wide as the round-off of the bounds, and every end returned was evaluated.
+
+    ``guess`` (optional): roots found on a cheap curve. They are certified by one or two calls of the
+    bounds (:func:`_ladder`, first on the rungs ``first``); the search runs only if that fails for some
+    element.
     """
     t = log_target
+    if guess is not None:
+        x_lo, x_up, ok = _ladder(bounds, t, np.asarray(guess, float), first)
+        if ok.all():
+            return x_lo, x_up
     zero = np.zeros_like(top)
     lo0, hi0 = bounds(zero)
     # A point b with hi(b) <= t, checked.
@@ -110,6 +217,23 @@ def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100):
     return x_lo, x_up
 
 
+def total_variation_upper(q, sigma, steps) -> np.ndarray:
+    """An upper bound on the total variation distance between T Poisson-subsampled Gaussian steps'
+    two outputs (rate q, noise multiplier σ, add/remove neighbours): δ(0) in either direction.
+
+    min(√(KL/2), √(1 − e^{−KL})) with KL = T·log1p(q²·expm1(1/σ²)) (see the module notes), every
+    operation within a few ulps, then raised by (64 + 2/σ²) ulps (expm1 turns the 2 ulps of 1/σ²
+    into 2/σ² ulps of its value); +inf where it overflows."""
+    q, sigma, steps = (np.asarray(v, float) for v in np.broadcast_arrays(q, sigma, steps))
+    with np.errstate(all="ignore"):
+        x = 1.0 / (sigma * sigma)
+        chi2 = q * q * np.expm1(x)
+        kl = steps * np.log1p(chi2)
+        tv = np.minimum(np.sqrt(0.5 * kl), np.sqrt(-np.expm1(-kl)))
+        tv = tv * (1.0 + (64.0 + 2.0 * x) * _U)
+    return np.where(np.isfinite(tv), tv, np.inf)
+
+
 def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:
     """x moved by a relative margin (plus one ulp) toward the safe side."""
     with np.errstate(invalid="ignore"):
@@ -125,8 +249,21 @@ def gaussian_interval(mu, delta) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         top = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)  # δ_μ(top) <= Φ̄(√(−2 log δ)) <= δ/2
 
-    lo, up = _bracket(lambda e: _log_delta_bounds(mu, e), log_d, top)
+    guess = None
+    if mu.size <= GUESS_UP_TO:
+        guess = np.array([_gaussian_guess(float(m), float(t)) for m, t in zip(mu, log_d)])
+    lo, up = _bracket(lambda e: _log_delta_bounds(mu, e), log_d, top, guess=guess, first=FIRST_RUNGS_GAUSSIAN)
     return np.minimum(lo, up), up
+
+
+def _gaussian_guess(mu: float, log_d: float) -> float:
+    """ε with log δ_μ(ε) = log δ on the cheap curve (0 where δ_μ(0) is already below δ)."""
+    if not (mu > 0 and math.isfinite(mu) and log_d < 0):
+        return math.nan
+    f = lambda e: _log_delta_cheap(mu, e) - log_d  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    return _root_cheap(f, mu * mu / 2 + mu * math.sqrt(-2.0 * log_d))
 
 
 def _remove_eps(q, ep):
@@ -140,6 +277,28 @@ def _remove_eps(q, ep):
 def _add_eps(q, es):
     """ε = −log(1 + q(e^{−ε*} − 1)) (4u relative)."""
     return -np.log1p(q * np.expm1(-es))
+
+
+def _step_guess(mu: float, q: float, log_d: float, add: bool) -> float:
+    """The Gaussian variable (ε' or ε*) at which one subsampled step's direction has δ on the cheap curve."""
+    if not (mu > 0 and math.isfinite(mu) and 0 < q <= 1 and log_d < 0):
+        return math.nan
+    lq = math.log(q)
+    if add:
+
+        def f(x):
+            return lq - x - math.log1p(q * math.expm1(-x)) + _log_delta_cheap(mu, x) - log_d
+
+    else:
+        if log_d - lq >= 0:
+            return 0.0
+
+        def f(x):
+            return lq + _log_delta_cheap(mu, x) - log_d
+
+    if f(0.0) <= 0:
+        return 0.0
+    return _root_cheap(f, mu * mu / 2 + mu * math.sqrt(-2.0 * min(log_d - (0.0 if add else lq), -1e-300)))
 
 
 def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
@@ -171,8 +330,17 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
             err = np.where(is_add, 4 * _U * (np.abs(log_q2) + x + e + 1.0), e_q2)
             return lo + pre - err, hi + pre + err
 
+        guess = None
+        if n <= GUESS_UP_TO:
+            guess = np.array(
+                [_step_guess(float(m), float(qq), float(t), False) for m, qq, t in zip(mu, q, log_d)]
+                + [_step_guess(float(m), float(qq), float(t), True) for m, qq, t in zip(mu, q, log_d)]
+            )
         lo_x, up_x = _bracket(
-            both, np.concatenate([log_d, log_d]), np.concatenate([np.where(t_r < 0, top_r, 0.0), top_a])
+            both,
+            np.concatenate([log_d, log_d]),
+            np.concatenate([np.where(t_r < 0, top_r, 0.0), top_a]),
+            guess=guess,
         )
         lo_r, up_r, lo_a, up_a = lo_x[:n], up_x[:n], lo_x[n:], up_x[n:]
         lo_r = np.where(t_r < 0, lo_r, 0.0)
