@@ -48,8 +48,11 @@ LOWER_ETA = 1e-4
 #: Largest grid for the quick upper ends of searches (upper_only; no long-double retry either).
 QUICK_GRID = 1 << 20
 
-#: A read whose round-off allowance exceeds this fraction of δ is composed again in long double.
+#: A read whose round-off allowance exceeds this fraction of δ is composed again in long double — unless
+#: that allowance moves ε by less than NOISE_WIDTH of the width asked for (it is part of the bound
+#: either way; long double only narrows it).
 NOISE_LIMIT = 1e-5
+NOISE_WIDTH = 0.005
 
 #: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail dropped
 #: (1e-9·δ/T), so that they move δ by a small fraction of itself even where a single step's heavy tail
@@ -223,7 +226,10 @@ def _eps_dirs(
                 stats["top"] = max(stats.get("top", -np.inf), (cp.k0 + cp.p.size + cp.c) * h)
             reader = Reader(cp)
             eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
-            if not (quick or direct) and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > NOISE_LIMIT):
+            # Relative round-off in δ of r moves ε by about r/λ (log δ falls with slope about λ there):
+            # below NOISE_WIDTH of the width asked for, long double would not change the answer.
+            limit = max(NOISE_LIMIT, NOISE_WIDTH * width * float(lam))
+            if not (quick or direct) and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > limit):
                 # The double-precision round-off bound is a visible part of δ there (reads far out in
                 # the tilted tail: tiny δ, many steps): the same composition in long double.
                 cp = compose(parts, **kw, extended=True)
@@ -261,23 +267,46 @@ def _upper_dirs(
     hs = np.full(n_dir, float(h))
     if n_dir > 1:
         others = list(range(1, n_dir))
-        h_other = h_other or 4 * h
-        if h_other > h and stats is not None and stats.get("narrow", np.inf) < 4 * h_other:
-            # Steps narrow next to the coarse grid: its bound would be inflated past direction 0's and
-            # computed again on h anyway.
-            h_other = h
-        coarse_vals = _eps_dirs(
-            mechs, delta, h_other, "upper", guess, dirs=others, cut=cut, widest=widest, quick=quick, stats=stats
-        )
-        vals[others] = coarse_vals[others]
-        hs[others] = h_other
-        redo = [k for k in others if np.any(vals[k] > vals[0])]
-        if redo and not quick and h_other > h:
+        per = _other_grids(n_dir, h, h_other, stats)
+        for h_k in sorted(set(per[k] for k in others)):
+            ks = [k for k in others if per[k] == h_k]
+            coarse_vals = _eps_dirs(
+                mechs, delta, h_k, "upper", guess, dirs=ks, cut=cut, widest=widest, quick=quick, stats=stats
+            )
+            vals[ks] = coarse_vals[ks]
+            hs[ks] = h_k
+        redo = [k for k in others if np.any(vals[k] > vals[0]) and hs[k] > h]
+        if redo and not quick:
             vals[redo] = _eps_dirs(mechs, delta, h, "upper", guess, dirs=redo, cut=cut, widest=widest, stats=stats)[
                 redo
             ]
             hs[redo] = h
     return vals, hs
+
+
+def _other_grids(n_dir: int, h: float, h_other, stats: dict | None) -> list[float]:
+    """The spacing of each direction's first upper bound in :func:`_upper_dirs` (direction 0's is h):
+    ``h_other`` (default 4·h) — or h where the steps are narrow next to it (its bound would be
+    inflated past direction 0's and computed again on h anyway), or where the direction's Chernoff
+    estimate (``stats["guess_dir"]``) is within the width asked for of direction 0's (a near tie, the
+    same);
+    or ``stats["far_h"]`` (the lower end's grid) where the estimate is below ``stats["far_below"]``,
+    certified lower bounds on the mechanism's ε less twice the width: a coarse bound settles it."""
+    base = h_other or 4 * h
+    if base > h and stats is not None and stats.get("narrow", np.inf) < 4 * base:
+        base = h
+    out = [float(h)] + [float(base)] * (n_dir - 1)
+    gd = None if stats is None else stats.get("guess_dir")
+    if gd is None or gd.shape[0] != n_dir:
+        return out
+    far_h, far_below = stats.get("far_h"), stats.get("far_below")
+    for k in range(1, n_dir):
+        with np.errstate(invalid="ignore"):
+            if far_h is not None and far_h > base and np.all(gd[k] < far_below):
+                out[k] = float(far_h)
+            elif np.all(gd[k] >= gd[0] - stats.get("width", 0.0)):
+                out[k] = float(h)
+    return out
 
 
 _LADDER = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
@@ -393,11 +422,15 @@ def _first_guess(mechs, delta, cache: dict | None = None) -> np.ndarray:
     ld = np.log(np.atleast_1d(np.asarray(delta, float)))
     tail = _tail_for(mechs, float(np.exp(ld.min())))
     out = np.zeros(ld.shape)
+    per_dir = []
     for k in range(n_dir):
         total = sum(t * _log_mgf_estimate(m[min(k, len(m) - 1)], ts, tail, cache) for m, t in mechs)
         with np.errstate(invalid="ignore"):
             x = np.where(np.isfinite(total)[None, :], (total[None, :] - ld[:, None]) / ts[None, :], np.inf)
-        out = np.maximum(out, np.min(x, axis=1))
+        per_dir.append(np.min(x, axis=1))
+        out = np.maximum(out, per_dir[-1])
+    if cache is not None:
+        cache["guess_dir"] = np.array(per_dir)  # each direction's estimate (for choosing its grid)
     return np.where(np.isfinite(out), out, 0.0)
 
 
@@ -461,8 +494,8 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     delta = np.atleast_1d(np.asarray(delta, float))
     if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
         raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
+    ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
     if h0 is None:
-        ladder: dict = {}  # each direction's tails on the ladder, for the estimates below
         guess = _first_guess(mechs, delta, ladder)
         width = float(np.min(np.maximum(rel * guess, abs_)))
         h0 = initial_h(mechs, width, float(delta.min()), ladder)
@@ -488,6 +521,8 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     # finer grid — where they are at most the absolute width, [0, upper] is the answer and no lower
     # end is needed. Otherwise they are kept (sound) and the lower end follows as usual.
     stats: dict = {"narrow": narrow, "width": width}  # shared by this answer's compositions (see _eps_dirs)
+    if "guess_dir" in ladder:
+        stats["guess_dir"] = ladder["guess_dir"]
     early = None
     finest = UPPER_H if fine_upper else h0
     if guess is not None and np.all(guess <= 8 * abs_):
@@ -520,6 +555,10 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
 
     def cut():
         return np.nanmax(lo_dir, axis=0)
+
+    # Directions whose estimate is far below the lower end take their first upper bound on its grid.
+    stats["far_h"] = h_lo
+    stats["far_below"] = cut() - 2 * np.maximum(rel * cut(), abs_)
 
     # The upper end on UPPER_H, or the finest grid on which its window — from the lower end to about
     # the top of the lower end's window — would fit.

@@ -122,6 +122,11 @@ def geom_suffix(x: np.ndarray, rate: float) -> tuple[np.ndarray, float]:
     return g.all(), g.rel
 
 
+#: Grids of at most this many points have every suffix sum formed once, on the first read: one pass
+#: over the grid costs less there than the scattered partial sums of a search's rounds.
+WHOLE_GRID = 1 << 15
+
+
 class Reader:
     """Upper and lower δ-curves of a composed PLD at the grid points and between them."""
 
@@ -145,6 +150,15 @@ class Reader:
                 first -= 1
         self.first = first
         self._all: tuple | None = None  # every A_i and B_i, once a read needs most of them
+
+    def suffix(self, j, whole: bool = False):
+        """(A_j, B_j) at valid indices j: from every suffix sum at once (formed on the first call) where
+        ``whole`` or the grid has at most WHOLE_GRID points, else each from its block."""
+        if whole or self.n <= WHOLE_GRID:
+            if self._all is None:
+                self._all = (self.A.all(), self.B.all())
+            return self._all[0][j], self._all[1][j]
+        return self.A[j], self.B[j]
 
     def loss(self, i):
         cp = self.cp
@@ -174,14 +188,9 @@ class Reader:
         inside = i < self.n
         j = np.minimum(i, max(self.n - 1, 0))
         ell_i = np.where(inside, self.loss(j), self.top + cp.h)
-        if whole:
-            if self._all is None:
-                self._all = (self.A.all(), self.B.all())
-            A = np.where(inside, self._all[0][j], 0.0)
-            B = np.where(inside, self._all[1][j], 0.0)
-        else:
-            A = np.where(inside, self.A[j], 0.0)
-            B = np.where(inside, self.B[j], 0.0)
+        A, B = self.suffix(j, whole)
+        A = np.where(inside, A, 0.0)
+        B = np.where(inside, B, 0.0)
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             x = np.exp(np.minimum(eps - ell_i, 0.0))
             core = np.maximum(A - x * B, 0.0)
@@ -211,8 +220,9 @@ class Reader:
         i = self.index_after(eps)
         inside = i < self.n
         j = np.minimum(i, max(self.n - 1, 0))
-        A = np.where(inside, self.A[j], 0.0)
-        B = np.where(inside, self.B[j], 0.0)
+        A, B = self.suffix(j)
+        A = np.where(inside, A, 0.0)
+        B = np.where(inside, B, 0.0)
         with np.errstate(all="ignore"):
             x = np.exp(np.minimum(eps - np.where(inside, self.loss(j), self.top + cp.h), 0.0))
             core = A - x * B
@@ -227,7 +237,7 @@ class Reader:
             return float("nan")
         lo_e = float(self.loss(i - 1))
         ell_i = float(self.loss(i))
-        A, B = float(self.A[i]), float(self.B[i])
+        A, B = (float(v) for v in self.suffix(i))
         x0 = float(np.exp(lo_e - ell_i))
         reach = min(lo_e, self.top)
         wrap = cp.tilted_wrap * float(np.exp(cp.lam * (ell_i - reach)))
@@ -259,7 +269,7 @@ def _segment_solve_many(r: Reader, i: np.ndarray, log_target: np.ndarray, sign: 
     lt = np.asarray(log_target, float)[ok]
     lo_e = r.loss(ii - 1)
     ell_i = r.loss(ii)
-    A, B = r.A[ii], r.B[ii]
+    A, B = r.suffix(ii)
     with np.errstate(all="ignore"):
         x0 = np.exp(lo_e - ell_i)
         reach = np.minimum(lo_e, r.top)
