@@ -284,15 +284,23 @@ def _upper_dirs(
     return vals, hs
 
 
+#: A direction whose Chernoff estimate is below this fraction of direction 0's takes its first upper
+#: bound on the coarse grid (see :func:`_other_grids`).
+CLEARLY_BELOW = 0.9
+
+
 def _other_grids(n_dir: int, h: float, h_other, stats: dict | None) -> list[float]:
     """The spacing of each direction's first upper bound in :func:`_upper_dirs` (direction 0's is h):
     ``h_other`` (default 4·h) — or h where the steps are narrow next to it (its bound would be
     inflated past direction 0's and computed again on h anyway), or where the direction's Chernoff
     estimate (``stats["guess_dir"]``) is within the width asked for of direction 0's (a near tie, the
-    same);
-    or ``stats["far_h"]`` (the lower end's grid) where the estimate is below ``stats["far_below"]``,
-    certified lower bounds on the mechanism's ε less twice the width: a coarse bound settles it."""
-    base = h_other or 4 * h
+    same). Where the estimate is below CLEARLY_BELOW times direction 0's, the coarse grid whatever
+    the steps' width (the gap is then usually many widths); and ``stats["far_h"]`` (the lower end's
+    grid) where it is below ``stats["far_below"]``, certified lower bounds on the mechanism's ε less
+    twice the width. (Only the time depends on these choices: every grid gives a sound bound, and a
+    direction whose bound ends above direction 0's is computed again on h.)"""
+    coarse = h_other or 4 * h
+    base = coarse
     if base > h and stats is not None and stats.get("narrow", np.inf) < 4 * base:
         base = h
     out = [float(h)] + [float(base)] * (n_dir - 1)
@@ -302,8 +310,10 @@ def _other_grids(n_dir: int, h: float, h_other, stats: dict | None) -> list[floa
     far_h, far_below = stats.get("far_h"), stats.get("far_below")
     for k in range(1, n_dir):
         with np.errstate(invalid="ignore"):
-            if far_h is not None and far_h > base and np.all(gd[k] < far_below):
+            if far_h is not None and far_h > coarse and np.all(gd[k] < far_below):
                 out[k] = float(far_h)
+            elif np.all(gd[k] < CLEARLY_BELOW * gd[0]):
+                out[k] = float(coarse)
             elif np.all(gd[k] >= gd[0] - stats.get("width", 0.0)):
                 out[k] = float(h)
     return out
