@@ -54,10 +54,6 @@ _U = float(np.finfo(float).eps)
 #: certify it with one call of the bounds (:func:`_ladder`); larger arrays take :func:`_bracket` whole.
 GUESS_UP_TO = 16
 
-#: The ladder's checked points must lie within 2^LADDER_NEAR ulps of the guess on both sides; otherwise
-#: (the cheap curve was off) the full search answers.
-LADDER_NEAR = 13
-
 
 def _log_delta_cheap(mu: float, e: float) -> float:
     """log δ_μ(ε) = log(Φ(a) − e^ε Φ(a − μ)), a = μ/2 − ε/μ, in doubles without error bounds: to guess a root."""
@@ -100,42 +96,52 @@ def _root_cheap(f, top: float) -> float:
     return 0.5 * (a + c)
 
 
-#: The rungs (powers of two of ulps) tried first around a guess, then the whole ladder: two per side for
-#: one subsampled step (a single row's two directions evaluate 8 points, the bounds' scalar path),
-#: three for the Gaussian curve (one direction; small μ has the larger round-off).
+#: The rungs (powers of two of ulps) tried first around a guess: two per side for one subsampled step
+#: (a single row's two directions evaluate 8 points, the bounds' scalar path), three for the Gaussian
+#: curve (one direction; small μ has the larger round-off). Where a side has no checked point within
+#: 2^LADDER_NEAR ulps, every rung up to it is tried.
 FIRST_RUNGS = (3, 8)
 FIRST_RUNGS_GAUSSIAN = (3, 8, 13)
+LADDER_NEAR = 13
+
+
+def _ends(xs: np.ndarray, lo: np.ndarray, hi: np.ndarray, t: np.ndarray):
+    """From evaluated points (rows) per element: the smallest x with hi(x) <= t (inf if none) and the
+    largest x with lo(x) > t (−1 if none)."""
+    with np.errstate(invalid="ignore"):
+        return np.min(np.where(hi <= t, xs, np.inf), axis=0), np.max(np.where(lo > t, xs, -1.0), axis=0)
 
 
 def _ladder(bounds, log_target: np.ndarray, guess: np.ndarray, first=FIRST_RUNGS):
-    """(x_lo, x_up, ok): :func:`_ladder_at` on the rungs ``first``, then, where that did not find both
-    ends, on every rung up to LADDER_NEAR."""
-    x_lo, x_up, ok = _ladder_at(bounds, log_target, guess, first)
-    if ok.all():
-        return x_lo, x_up, ok
-    return _ladder_at(bounds, log_target, guess, range(LADDER_NEAR + 1))
-
-
-def _ladder_at(bounds, log_target: np.ndarray, guess: np.ndarray, rungs):
-    """(x_lo, x_up, ok) from one call of ``bounds`` at 0 and on ladders x̂·(1 ± 2^k·u), k in ``rungs``,
-    around the guesses x̂: as :func:`_bracket`'s last step (every end returned was evaluated). ``ok`` is
-    false where no rung was checked on one side (or the guess is not finite)."""
-    t = log_target
+    """(x_lo, x_up, ok) for guessed roots x̂: ``bounds`` at 0 and on the rungs x̂·(1 ± 2^k·u), k in
+    ``first`` (one call); where a side has no checked point within 2^LADDER_NEAR ulps of x̂, also on
+    every rung up to that (a second call, whose points count for those elements only). x_up is the
+    smallest point evaluated with the upper bound of log δ at most the target, x_lo the largest with the
+    lower bound above it (0 where that holds at 0: no claim), as :func:`_bracket`'s last step. ``ok`` is
+    false where a side has no checked point within 2^LADDER_NEAR ulps (or the guess is not finite): the
+    caller searches there instead."""
+    t = np.asarray(log_target, float)
     g = np.where(np.isfinite(guess), np.maximum(guess, 0.0), 0.0)
-    k = 2.0 ** np.asarray(rungs, dtype=float)[:, None] * _U
     tiny = np.finfo(float).tiny
-    ups = g[None, :] * (1 + k) + tiny
-    downs = g[None, :] * (1 - np.minimum(k, 1.0))
-    lo_all, hi_all = bounds(np.concatenate([np.zeros((1, g.size)), ups, downs], axis=0))
-    lo0, hi0 = lo_all[0], hi_all[0]
-    hi_u, lo_d = hi_all[1 : 1 + k.shape[0]], lo_all[1 + k.shape[0] :]
-    good_u, good_d = hi_u <= t, lo_d > t
-    i_u, i_d = np.argmax(good_u, axis=0), np.argmax(good_d, axis=0)
-    x_up = np.where(hi0 <= t, 0.0, np.take_along_axis(ups, i_u[None, :], 0)[0])
-    x_lo = np.where(lo0 <= t, 0.0, np.take_along_axis(downs, i_d[None, :], 0)[0])
-    ok_u = (hi0 <= t) | good_u.any(axis=0)
-    ok_d = (lo0 <= t) | good_d.any(axis=0)
-    return x_lo, x_up, np.isfinite(guess) & ok_u & ok_d
+
+    def rungs(ks):
+        k = 2.0 ** np.asarray(ks, dtype=float)[:, None] * _U
+        return np.concatenate([g[None, :] * (1 + k) + tiny, g[None, :] * (1 - np.minimum(k, 1.0))], axis=0)
+
+    xs = np.concatenate([np.zeros((1, g.size)), rungs(first)], axis=0)
+    lo, hi = bounds(xs)
+    zero_up, zero_lo = hi[0] <= t, lo[0] <= t
+    up, low = _ends(xs, lo, hi, t)
+    near = 2.0**LADDER_NEAR * _U * g + 2 * tiny
+    again = ~((zero_up | (up - g <= near)) & (zero_lo | (g - low <= near)))
+    if again.any():
+        x2 = rungs(range(LADDER_NEAR + 1))
+        l2, h2 = bounds(x2)
+        up2, low2 = _ends(x2, l2, h2, t)
+        up = np.where(again, np.minimum(up, up2), up)
+        low = np.where(again, np.maximum(low, low2), low)
+    ok = np.isfinite(guess) & (zero_up | (up - g <= near)) & (zero_lo | (g - low <= near))
+    return np.where(zero_lo, 0.0, np.maximum(low, 0.0)), np.where(zero_up, 0.0, up), ok
 
 
 def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100, guess=None, first=FIRST_RUNGS):
@@ -148,15 +154,17 @@ def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100, 
     nearest points of a ladder x·(1 ± 2^k·u) around it at which the bounds are checked — so the
     interval is as wide as the round-off of the bounds, and every end returned was evaluated.
 
-    ``guess`` (optional): roots found on a cheap curve. They are certified by one or two calls of the
-    bounds (:func:`_ladder`, first on the rungs ``first``); the search runs only if that fails for some
-    element.
+    ``guess`` (optional): roots found on a cheap curve, certified on ladders around them by
+    :func:`_ladder` (usually one call of the bounds); the search runs only for the elements where that
+    found no checked point.
     """
     t = log_target
     if guess is not None:
         x_lo, x_up, ok = _ladder(bounds, t, np.asarray(guess, float), first)
         if ok.all():
             return x_lo, x_up
+        f_lo, f_up = _bracket(bounds, log_target, top, iters)  # the search, for the rows the guess missed
+        return np.where(ok, x_lo, f_lo), np.where(ok, x_up, f_up)
     zero = np.zeros_like(top)
     lo0, hi0 = bounds(zero)
     # A point b with hi(b) <= t, checked.
