@@ -75,10 +75,20 @@ def test_sigma_search_reports_the_edge_of_what_pld_can_account():
 
 
 def test_tiny_target_that_no_sigma_meets():
-    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-12 --target-epsilon 1e-6")
+    # δ = 1e-13 is below the total variation bound even at σ = 1e12 (q·√(T/2)/σ = 3.6e-13).
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-13 --target-epsilon 1e-6")
     r = d["rows"][0]
     assert not r["found"] and r["search"] == "none" and r["noise_multiplier"] is None
     assert any("no noise multiplier up to 1e+12" in w for w in d["warnings"])
+
+
+def test_tiny_target_met_where_delta_exceeds_the_total_variation():
+    # At δ = 1e-12 a σ of about q·√(T/2)/δ makes ε = 0 exactly (method total-variation).
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-12 --target-epsilon 1e-6")
+    r = d["rows"][0]
+    assert r["found"] and r["method"] == "total-variation" and r["epsilon"] == 0
+    q, t = 256 / 60000, 14063
+    assert 0.9 * q * (t / 2) ** 0.5 / 1e-12 < r["noise_multiplier"] < 1.1 * q * (t / 2) ** 0.5 / 1e-12
 
 
 def test_steps_search_exact_and_range_end():

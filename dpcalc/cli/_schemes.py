@@ -132,14 +132,12 @@ def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> f
     try:
         with np.errstate(all="ignore"):
             if scheme in ONE_BATCH:
-                from dpcalc.core.pld import exact
-
-                e = epochs_begun(steps, n, b)
-                gdp_up = float(exact.gaussian_interval(np.array([math.sqrt(e) / float(sigma)]), d)[1][0])
-                if scheme == "shuffle":
-                    return gdp_up
                 from dpcalc.core import sampling as S
 
+                e = epochs_begun(steps, n, b)
+                gdp_up = float(S.no_amplification_upper(float(sigma), e, d)[0])
+                if scheme == "shuffle":
+                    return gdp_up
                 ra = S.balls_in_bins_upper(S.batches_per_epoch(int(n), int(b)), e, float(sigma), d)
                 return float(ra[0][0]) if ra is not None and ra[0][0] < gdp_up else gdp_up  # NaN: GDP
             if scheme == "truncated-poisson":
@@ -324,12 +322,11 @@ def checked(scheme: str, args: dict, delta, kw=None):
 def _upper_only(scheme: str, args: dict, delta):
     """Shuffle / balls-in-bins where the max-statistic lower end cannot be computed (e.g. 10^15 batches per
     epoch): the closed-form upper end alone, the lower end NaN (shown as none), a note saying so."""
-    from dpcalc.core.pld import exact
-    from dpcalc.core.sampling import SchemeInterval
+    from dpcalc.core.sampling import SchemeInterval, no_amplification_upper
 
     d = np.atleast_1d(np.asarray(delta, float))
     e = epochs_begun(args["steps"], args["n"], args["b"])
-    up = exact.gaussian_interval(np.full(d.shape, math.sqrt(e) / float(args["sigma"])), d)[1]
+    up = no_amplification_upper(float(args["sigma"]), e, d)
     k = batches_per_epoch(args["n"], args["b"])
     note = f"no lower end: the largest batch output over k = {k} batches per epoch could not be computed"
     how = "shuffling" if scheme == "shuffle" else "random allocation"

@@ -194,11 +194,14 @@ def _max_statistic_lower(sigma: float, batches: int, epochs: int, d: np.ndarray,
     return _engine(mechs, d, fine_upper=False, **kw)
 
 
-def _no_amplification_upper(sigma: float, epochs: int, d: np.ndarray) -> np.ndarray:
-    from .pld import exact
+def no_amplification_upper(sigma: float, epochs: int, delta) -> np.ndarray:
+    """ε of E Gaussian mechanisms of noise multiplier σ at each δ: √E/σ-GDP (μ rounded up, as a ledger
+    composes E such releases, so that both give the same digits), the smallest ε checked to the last bit."""
+    from . import _fp, gdp
 
-    mu = np.sqrt(float(epochs)) / float(sigma)
-    return exact.gaussian_interval(np.full(d.shape, mu), d)[1]
+    d = np.atleast_1d(np.asarray(delta, float))
+    mu = float(_fp.mul_up(_fp.sqrt_up(float(epochs)), _fp.div_up(1.0, float(sigma))))
+    return np.atleast_1d(np.asarray(gdp.epsilon(np.full(d.shape, mu), d), float))
 
 
 def shuffle_interval(
@@ -313,7 +316,7 @@ def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches=Non
     if int(epochs) < 1 or not sigma > 0:
         raise ValueError("need epochs >= 1 and sigma > 0")
     lo = _max_statistic_lower(sigma, k, epochs, d, last_batches, **kw)
-    return k, d, _no_amplification_upper(sigma, epochs, d), lo
+    return k, d, no_amplification_upper(sigma, epochs, d), lo
 
 
 #: Epochs beyond which the zero-out threshold bound is not computed (its cost is linear in them, per threshold).
