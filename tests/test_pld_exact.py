@@ -1,13 +1,17 @@
 """The exact routes (q = 1 and T = 1) and the floating-point error bounds the engine rests on,
 against 50-digit mpmath."""
 
+import json
+
 import mpmath as mp
 import numpy as np
 import pytest
+from click.testing import CliRunner
 from mpref import delta_gauss as _delta_gauss
 from mpref import delta_step as _delta_step
 from mpref import eps_of as _eps_of
 
+from dpcalc.cli import cli
 from dpcalc.core import gdp, pld, sgd
 from dpcalc.core.pld import exact
 from dpcalc.core.pld import mechanisms as M
@@ -185,3 +189,25 @@ def test_a_guess_is_certified_or_ignored():
     for wrong in ([np.nan], [0.0], [plain[1][0] * 1.5], [plain[1][0] * (1 + 1e-9)]):
         lo, up = exact._bracket(bounds, log_d, top, guess=np.array(wrong))
         assert lo[0] <= plain[1][0] and plain[0][0] <= up[0] and up[0] - lo[0] <= 1e-12 * up[0]
+
+
+def test_total_variation_makes_no_claim_outside_the_normal_range():
+    # q² underflowing (q < 1e-154) or σ² overflowing made the bound 0, and compose printed ε = 0 as exact
+    # where the exact one-step ε is 527.84 (found by review). Now: no claim, and the exact route answers.
+    assert np.isinf(exact.total_variation_upper(1e-170, 0.04, 1))
+    assert np.isinf(exact.total_variation_upper(1e-170, 1.0, 1))
+    assert np.isinf(exact.total_variation_upper(1.0, 1e200, 1))
+    assert np.isinf(exact.total_variation_upper(1e-150, 1e12, 1))
+    assert exact.total_variation_upper(0.0, 1.0, 10) == 0.0  # q = 0 releases nothing
+    t = sgd.tight_interval([1e-170, 1e-170, 1.0], [0.04, 1.0, 1e200], [1, 1, 1], [1e-300] * 3)
+    assert list(t.method) == ["privacy-profile", "privacy-profile", "gdp"]
+    assert 527.84 < t.lower[0] <= t.upper[0] < 527.85
+    assert 5.1e-160 < t.lower[1] and 2.1e-199 < t.lower[2]
+
+
+def test_compose_does_not_print_zero_for_a_tiny_rate():
+    r = CliRunner().invoke(cli, "compose mixed --subsampled-gaussian 1e-170,0.04,1 --delta 1e-300 --json".split())
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["rows"]
+    tight = [x for x in rows if x.get("tightest")][0]
+    assert tight["method"] == "privacy-profile" and 527.84 < tight["epsilon"] < 527.85

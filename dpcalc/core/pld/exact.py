@@ -231,15 +231,21 @@ def total_variation_upper(q, sigma, steps) -> np.ndarray:
 
     min(√(KL/2), √(1 − e^{−KL})) with KL = T·log1p(q²·expm1(1/σ²)) (see the module notes), every
     operation within a few ulps, then raised by (64 + 2/σ²) ulps (expm1 turns the 2 ulps of 1/σ²
-    into 2/σ² ulps of its value); +inf where it overflows."""
+    into 2/σ² ulps of its value); +inf (no claim) where it overflows or an intermediate leaves the
+    normal range, where those ulp counts would not hold."""
     q, sigma, steps = (np.asarray(v, float) for v in np.broadcast_arrays(q, sigma, steps))
+    tiny = np.finfo(float).tiny
     with np.errstate(all="ignore"):
         x = 1.0 / (sigma * sigma)
-        chi2 = q * q * np.expm1(x)
+        qq = q * q
+        chi2 = qq * np.expm1(x)
         kl = steps * np.log1p(chi2)
         tv = np.minimum(np.sqrt(0.5 * kl), np.sqrt(-np.expm1(-kl)))
         tv = tv * (1.0 + (64.0 + 2.0 * x) * _U)
-    return np.where(np.isfinite(tv), tv, np.inf)
+        # The ulp counts hold for normal numbers only: an intermediate that underflowed (q below 1e-154,
+        # σ² overflowing) makes no claim. (q = 0 releases nothing: distance 0.)
+        normal = (x >= tiny) & (qq >= tiny) & (chi2 >= tiny) & (0.5 * kl >= tiny)
+    return np.where(q == 0, 0.0, np.where(normal & np.isfinite(tv), tv, np.inf))
 
 
 def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:

@@ -154,7 +154,7 @@ class Reader:
     def suffix(self, j, whole: bool = False):
         """(A_j, B_j) at valid indices j: from every suffix sum at once (formed on the first call) where
         ``whole`` or the grid has at most WHOLE_GRID points, else each from its block."""
-        if whole or self.n <= WHOLE_GRID:
+        if self.n > 0 and (whole or self.n <= WHOLE_GRID):
             if self._all is None:
                 self._all = (self.A.all(), self.B.all())
             return self._all[0][j], self._all[1][j]
