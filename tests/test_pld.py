@@ -562,3 +562,36 @@ def test_a_lower_hint_close_enough_spares_the_lower_end_and_a_far_one_changes_no
     assert far.lower[0] == plain.lower[0] and far.upper[0] == plain.upper[0]
     false = pld.epsilon(m, d, fine_upper=False, lower_hint=np.array([10.0]))
     assert false.lower[0] == plain.lower[0] and false.upper[0] == plain.upper[0]
+
+
+# --- the grid of the other directions' first upper bound (speed only: every grid is sound) -------------
+
+
+def test_other_directions_grid_follows_the_estimates():
+    CLEARLY_BELOW, _other_grids = E.CLEARLY_BELOW, E._other_grids
+    h = 2.0**-14
+    g0 = 1.0
+    base = {"width": 1e-3}
+    # No estimates: the coarse grid 4h (or h where the steps are narrow next to it).
+    assert _other_grids(2, h, None, None) == [h, 4 * h]
+    assert _other_grids(2, h, None, {"narrow": h}) == [h, h]
+    # A near tie (within the width): the fine grid at once.
+    st = dict(base, guess_dir=np.array([[g0], [g0 - 5e-4]]))
+    assert _other_grids(2, h, None, st) == [h, h]
+    # Clearly below: the coarse grid even for narrow steps.
+    st = dict(base, narrow=h, guess_dir=np.array([[g0], [0.5 * CLEARLY_BELOW * g0]]))
+    assert _other_grids(2, h, None, st) == [h, 4 * h]
+    # Below the lower end by two widths, with the lower end's grid coarser: that grid.
+    st = dict(st, far_h=2.0**-8, far_below=np.array([0.8]))
+    assert _other_grids(2, h, None, st) == [h, 2.0**-8]
+    # In between (not a tie, not clearly below): the default.
+    st = dict(base, guess_dir=np.array([[g0], [0.95 * g0]]))
+    assert _other_grids(2, h, None, st) == [h, 4 * h]
+
+
+def test_direction_grids_leave_the_interval_sound():
+    # Case 48 of the coverage sweep (add direction far below) and 56 (a near tie): the answer still holds
+    # dp-accounting's value of the same run or sits below it, and is as narrow as asked.
+    for q, s, t, d, peer in ((0.0165, 0.496, 15, 1.2e-06, 6.95761), (0.0107, 86.6, 20512, 2.1e-06, 0.0622572)):
+        r = sgd.tight_interval(q, s, t, d)
+        assert r.met[0] and r.lower[0] <= r.upper[0] <= peer
