@@ -211,3 +211,14 @@ def test_compose_does_not_print_zero_for_a_tiny_rate():
     rows = json.loads(r.stdout)["rows"]
     tight = [x for x in rows if x.get("tightest")][0]
     assert tight["method"] == "privacy-profile" and 527.84 < tight["epsilon"] < 527.85
+
+
+def test_a_tie_at_zero_marks_the_tight_row():
+    # RDP also gives 0 here; the answer is the row that carries the certified lower end (as amplify does).
+    r = CliRunner().invoke(
+        cli, "plan-sgd --rate 8.66e-6 --noise-multiplier 22.2 --steps 13 --delta 0.0075 --accountant all --json".split()
+    )
+    assert r.exit_code == 0, r.stderr
+    rows = {x["method"]: x for x in json.loads(r.stdout)["rows"]}
+    assert rows["total-variation"]["tightest"] and not rows["rdp"]["tightest"]
+    assert rows["total-variation"]["epsilon"] == rows["rdp"]["epsilon"] == 0

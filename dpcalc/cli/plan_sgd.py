@@ -423,7 +423,8 @@ def plan_sgd(
             "delta": c.f(m["delta"][i]),
         }
         finite = {e: float(by_engine[e][0][k]) for e in sound if np.isfinite(by_engine[e][0][k])}
-        tightest = min(finite, key=finite.get) if finite else None
+        # On a tie the tight engine's row is the answer: it carries the certified lower end too.
+        tightest = min(finite, key=lambda e: (finite[e], e != "pld")) if finite else None
         for e in engines:
             up, lo, meth, bnd = by_engine[e]
             if not np.isfinite(up[k]):
