@@ -222,3 +222,16 @@ def test_a_tie_at_zero_marks_the_tight_row():
     rows = {x["method"]: x for x in json.loads(r.stdout)["rows"]}
     assert rows["total-variation"]["tightest"] and not rows["rdp"]["tightest"]
     assert rows["total-variation"]["epsilon"] == rows["rdp"]["epsilon"] == 0
+
+
+def test_one_step_at_rate_one_is_the_gaussian():
+    # At q = 1 the add direction's ε = −log1p(q·expm1(−x)) cancels in doubles: the one-step route gave
+    # [28.46730, 28.46730] where the truth is 28.4672666 (σ = 0.3, δ = 1e-12; library only — the tight
+    # engine sends q = 1 to the gdp route). It now takes the Gaussian's own curve there.
+    for s, d in ((0.3, 1e-12), (0.5, 1e-10), (0.05, 1e-12), (1.0, 1e-5)):
+        lo, up = exact.subsampled_step_interval(1.0, s, d)
+        true = float(_eps_of(lambda e: _delta_step(1, s, e), d))
+        assert lo[0] <= true <= up[0], (s, d)
+        assert up[0] - lo[0] <= 1e-11 * true
+    lo, up = exact.subsampled_step_interval([1.0, 0.5], [0.3, 0.3], [1e-12, 1e-12])
+    assert lo[1] <= float(_eps_of(lambda e: _delta_step(0.5, 0.3, e), 1e-12)) <= up[1]

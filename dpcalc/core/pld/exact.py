@@ -295,7 +295,7 @@ def _add_eps(q, es):
 
 def _step_guess(mu: float, q: float, log_d: float, add: bool) -> float:
     """The Gaussian variable (ε' or ε*) at which one subsampled step's direction has δ on the cheap curve."""
-    if not (mu > 0 and math.isfinite(mu) and 0 < q <= 1 and log_d < 0):
+    if not (mu > 0 and math.isfinite(mu) and 0 < q < 1 and log_d < 0):
         return math.nan
     lq = math.log(q)
     if add:
@@ -319,6 +319,15 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
     """Certified [lower, upper] of ε(δ) for one Poisson-subsampled Gaussian step (rate q, noise
     multiplier σ, add/remove neighbours) — also one step sampled without replacement (substitution)."""
     q, sigma, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(q, sigma, delta))
+    if np.any(q >= 1):
+        # q = 1 is one Gaussian step, exactly: its own curve (the add direction's ε = −log1p(q·expm1(−x))
+        # cancels there, 1 + (e^{−x} − 1) formed in doubles).
+        full = q >= 1
+        lo, up = np.empty(q.shape), np.empty(q.shape)
+        lo[full], up[full] = gaussian_interval(1.0 / sigma[full], delta[full])
+        if not full.all():
+            lo[~full], up[~full] = subsampled_step_interval(q[~full], sigma[~full], delta[~full])
+        return lo, up
     mu = 1.0 / sigma
     log_d = np.log(delta)
     log_q = np.log(q)
