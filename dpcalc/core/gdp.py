@@ -22,6 +22,8 @@ References
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import special
 
@@ -399,9 +401,62 @@ def _targets(log_d, delta_t=None):
     return np.asarray(delta_t, dtype=np.float64), log_t
 
 
-#: Few points (one answer, a search's step) start the bisection from a bracket around a root guessed on a
-#: cheap double-precision curve: a dozen checks instead of about seventy, to the same last bit.
-_GUESS_UP_TO = 16
+#: Few points (one answer, a search's step) start from a root guessed on a cheap double-precision curve
+#: (:func:`_gaussian_guess`): here the bisection from a bracket checked around it — a dozen checks instead
+#: of about seventy, to the same last bit; in :mod:`.pld.exact`, a ladder of checks instead of a search.
+GUESS_UP_TO = 16
+
+
+def _log_delta_cheap(mu: float, e: float) -> float:
+    """log δ_μ(ε) = log(Φ(a) − e^ε Φ(a − μ)), a = μ/2 − ε/μ, in doubles without error bounds: to guess a root."""
+    a = 0.5 * mu - e / mu
+    la = float(special.log_ndtr(a))
+    r = e + float(special.log_ndtr(a - mu)) - la
+    return la + math.log(-math.expm1(r)) if r < 0 else -math.inf
+
+
+def _root_cheap(f, top: float) -> float:
+    """The root in [0, top] of a decreasing f (f(0) > 0 assumed checked by the caller, f(top) <= 0 or top
+    extended), by the Illinois method on the cheap curve: a guess, certified by the caller."""
+    a, c = 0.0, top
+    fa, fc = f(a), f(c)
+    for _ in range(60):
+        if fc <= 0:
+            break
+        a, fa, c = c, fc, 2 * c + 1
+        fc = f(c)
+    if not (fa > 0 >= fc):
+        return c if fa <= 0 else math.nan
+    side = 0
+    for _ in range(200):
+        x = c - fc * (c - a) / (fc - fa)
+        if not (a < x < c):
+            x = a + 0.5 * (c - a)
+        fx = f(x)
+        if fx == 0 or c - a <= 2 * ULP * c:
+            return x
+        if fx < 0:
+            c, fc = x, fx
+            if side == 1:
+                fa *= 0.5
+            side = 1
+        else:
+            a, fa = x, fx
+            if side == -1:
+                fc *= 0.5
+            side = -1
+    return 0.5 * (a + c)
+
+
+def _gaussian_guess(mu: float, log_d: float) -> float:
+    """ε with log δ_μ(ε) = log δ on the cheap curve (0 where δ_μ(0) is already below δ)."""
+    if not (mu > 0 and math.isfinite(mu) and log_d < 0):
+        return math.nan
+    f = lambda e: _log_delta_cheap(mu, e) - log_d  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    return _root_cheap(f, mu * mu / 2 + mu * math.sqrt(-2.0 * log_d))
+
 
 #: Relative distances 2^-k from the guess at which the bracket is checked.
 _GUESS_RUNGS = 2.0 ** -np.array([50.0, 46.0, 40.0, 30.0, 20.0, 10.0])
@@ -412,8 +467,6 @@ def _narrowed(ok, mu: np.ndarray, log_d: np.ndarray, hi: np.ndarray, bad: np.nda
     passes replaces ``hi`` where below it, the largest failing one below the new ``hi`` replaces ``bad``
     where above it. Every point taken was checked, so the bisection from them is as sound as from the
     originals (and, where the check is monotone, ends on the same double)."""
-    from .pld.exact import _gaussian_guess
-
     g = np.array([_gaussian_guess(float(m), float(t)) for m, t in zip(mu, log_d)])
     use = np.isfinite(g) & (g > 0)
     if not use.any():
@@ -443,7 +496,7 @@ def _epsilon(mu: np.ndarray, log_d: np.ndarray, rtol: float = 0.0, delta_t=None)
     least = np.full(mu.shape, 5e-324)
     least_ok = ok(least)
     bad = least
-    if mu.size <= _GUESS_UP_TO:
+    if mu.size <= GUESS_UP_TO:
         hi, bad = _narrowed(ok, mu, log_d, hi, bad)
     good, _ = bisect_predicate(ok, ok=hi, bad=bad, rtol=rtol, geometric=True)
     # No checked point (μ beyond what double precision holds): no answer.

@@ -41,59 +41,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special
 
-from ..gdp import _log_delta_bounds
+from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
 __all__ = ["gaussian_interval", "subsampled_step_interval", "total_variation_upper"]
 
 _U = float(np.finfo(float).eps)
-
-
-#: Few cases (a single row, a search's step) find the root on a cheap double-precision curve first and
-#: certify it with one call of the bounds (:func:`_ladder`); larger arrays take :func:`_bracket` whole.
-GUESS_UP_TO = 16
-
-
-def _log_delta_cheap(mu: float, e: float) -> float:
-    """log δ_μ(ε) = log(Φ(a) − e^ε Φ(a − μ)), a = μ/2 − ε/μ, in doubles without error bounds: to guess a root."""
-    a = 0.5 * mu - e / mu
-    la = float(special.log_ndtr(a))
-    r = e + float(special.log_ndtr(a - mu)) - la
-    return la + math.log(-math.expm1(r)) if r < 0 else -math.inf
-
-
-def _root_cheap(f, top: float) -> float:
-    """The root in [0, top] of a decreasing f (f(0) > 0 assumed checked by the caller, f(top) <= 0 or top
-    extended), by the Illinois method on the cheap curve: a guess, certified by the caller."""
-    a, c = 0.0, top
-    fa, fc = f(a), f(c)
-    for _ in range(60):
-        if fc <= 0:
-            break
-        a, fa, c = c, fc, 2 * c + 1
-        fc = f(c)
-    if not (fa > 0 >= fc):
-        return c if fa <= 0 else math.nan
-    side = 0
-    for _ in range(200):
-        x = c - fc * (c - a) / (fc - fa)
-        if not (a < x < c):
-            x = a + 0.5 * (c - a)
-        fx = f(x)
-        if fx == 0 or c - a <= 2 * _U * c:
-            return x
-        if fx < 0:
-            c, fc = x, fx
-            if side == 1:
-                fa *= 0.5
-            side = 1
-        else:
-            a, fa = x, fx
-            if side == -1:
-                fc *= 0.5
-            side = -1
-    return 0.5 * (a + c)
 
 
 #: The rungs (powers of two of ulps) tried first around a guess: two per side for one subsampled step
@@ -268,16 +221,6 @@ def gaussian_interval(mu, delta) -> tuple[np.ndarray, np.ndarray]:
         guess = np.array([_gaussian_guess(float(m), float(t)) for m, t in zip(mu, log_d)])
     lo, up = _bracket(lambda e: _log_delta_bounds(mu, e), log_d, top, guess=guess, first=FIRST_RUNGS_GAUSSIAN)
     return np.minimum(lo, up), up
-
-
-def _gaussian_guess(mu: float, log_d: float) -> float:
-    """ε with log δ_μ(ε) = log δ on the cheap curve (0 where δ_μ(0) is already below δ)."""
-    if not (mu > 0 and math.isfinite(mu) and log_d < 0):
-        return math.nan
-    f = lambda e: _log_delta_cheap(mu, e) - log_d  # noqa: E731
-    if f(0.0) <= 0:
-        return 0.0
-    return _root_cheap(f, mu * mu / 2 + mu * math.sqrt(-2.0 * log_d))
 
 
 def _remove_eps(q, ep):
