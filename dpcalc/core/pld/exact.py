@@ -81,19 +81,21 @@ def _ladder(bounds, log_target: np.ndarray, guess: np.ndarray, first=FIRST_RUNGS
         k = 2.0 ** np.asarray(ks, dtype=float)[:, None] * _U
         return np.concatenate([g[None, :] * (1 + k) + tiny, g[None, :] * (1 - np.minimum(k, 1.0))], axis=0)
 
+    # The rungs at 2^LADDER_NEAR ulps, formed as the rungs are: a checked point at or inside them is near.
+    near_up, near_lo = rungs([LADDER_NEAR])
+
     xs = np.concatenate([np.zeros((1, g.size)), rungs(first)], axis=0)
     lo, hi = bounds(xs)
     zero_up, zero_lo = hi[0] <= t, lo[0] <= t
     up, low = _ends(xs, lo, hi, t)
-    near = 2.0**LADDER_NEAR * _U * g + 2 * tiny
-    again = ~((zero_up | (up - g <= near)) & (zero_lo | (g - low <= near)))
+    again = ~((zero_up | (up <= near_up)) & (zero_lo | (low >= near_lo)))
     if again.any():
         x2 = rungs(range(LADDER_NEAR + 1))
         l2, h2 = bounds(x2)
         up2, low2 = _ends(x2, l2, h2, t)
         up = np.where(again, np.minimum(up, up2), up)
         low = np.where(again, np.maximum(low, low2), low)
-    ok = np.isfinite(guess) & (zero_up | (up - g <= near)) & (zero_lo | (g - low <= near))
+    ok = np.isfinite(guess) & (zero_up | (up <= near_up)) & (zero_lo | (low >= near_lo))
     return np.where(zero_lo, 0.0, np.maximum(low, 0.0)), np.where(zero_up, 0.0, up), ok
 
 
