@@ -97,6 +97,36 @@ def _log_mgf_blocked(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
     return out, mean
 
 
+def _log_mgf_blocks_lse(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
+    """log Σ p e^{tℓ} (and the tilted mean) for larger t·h: each block of r grid points summed as in
+    :func:`_log_mgf_blocked` (offset terms within e^{±|t| r h} <= e^{±MID_REACH}, one matrix product),
+    then a log-sum-exp over the blocks' logarithms — r times fewer exponentials than one per mass,
+    and no block total can under- or overflow the others away."""
+    grid, base, _, starts, offs = d.mgf_blocks(r)
+    out = np.empty(ts.shape)
+    mean = np.empty(ts.shape) if with_mean else None
+    b = base + starts  # loss of each block's first point
+    with np.errstate(under="ignore", divide="ignore", over="ignore", invalid="ignore"):
+        e_off = np.exp(np.outer(offs, ts))
+        inner = grid @ e_off  # (m, n_t): Σ_k p_jk e^{t k h}, positive terms
+        lb = np.log(inner) + np.outer(b, ts)  # log of each block's Σ p e^{tℓ}
+        mx = np.max(lb, axis=0)
+        w = np.exp(lb - mx)
+        total = w.sum(axis=0)
+        out[:] = mx + np.log(total)
+        if with_mean:
+            inner2 = grid @ (offs[:, None] * e_off)  # Σ_k p_jk (k h) e^{t k h}
+            within = b[:, None] + inner2 / np.where(inner > 0, inner, 1.0)
+            mean[:] = np.einsum("jt,jt->t", w, np.where(inner > 0, within, 0.0)) / total
+    return out, mean
+
+
+#: Exponents with 1/128 < |t|·h <= MID_TH go by :func:`_log_mgf_blocks_lse`, in blocks of r points
+#: with |t|·(r − 1)·h <= MID_REACH (at least 4 points a block; beyond, one exponential per mass).
+MID_TH = 4.0
+MID_REACH = 16.0
+
+
 def _log_mgf_direct(d: Discrete, ts: np.ndarray, with_mean: bool):
     """log Σ p e^{tℓ} (and the tilted mean) over the nonzero masses, one log-sum-exp per t (for large
     t·h, where blocks would be a point each, and for sparse steps)."""
@@ -152,6 +182,18 @@ def _log_mgf(d: Discrete, t: np.ndarray, with_mean: bool):
         if with_mean:
             mean[small] = m
     rest = ~small if dense else np.ones(flat.shape, dtype=bool)
+    mid = rest & (np.abs(flat) * d.h <= MID_TH) if dense else np.zeros(flat.shape, dtype=bool)
+    if mid.any():
+        # Per tilt the largest power-of-two block with |t|·(r − 1)·h <= MID_REACH (4 to 64 points).
+        with np.errstate(divide="ignore"):
+            rs = 2.0 ** np.clip(np.floor(np.log2(MID_REACH / np.maximum(np.abs(flat) * d.h, 1e-300))), 2, 6)
+        for r in np.unique(rs[mid]):
+            sel = mid & (rs == r)
+            o, m = _log_mgf_blocks_lse(d, flat[sel], int(r), with_mean)
+            out[sel] = o
+            if with_mean:
+                mean[sel] = m
+        rest = rest & ~mid
     if rest.any():
         o, m = _log_mgf_direct(d, flat[rest], with_mean)
         out[rest] = o
@@ -241,18 +283,22 @@ def choose_tilts(parts: list[tuple[Discrete, int]], log_delta, guess=None) -> tu
     return ts[i], total[i] - ts[i] * eps_g
 
 
-def int_power(z: np.ndarray, t: int) -> np.ndarray:
+def int_power(z: np.ndarray, t: int, overwrite: bool = False) -> np.ndarray:
     """z**t for a whole t >= 1 by repeated squaring (numpy uses exp/log past t = 100, ~8× slower).
+    ``overwrite``: z's own memory is used for the squarings (its contents are lost).
 
     Each complex product errs by at most √5·u relative, so z**t errs by at most (t − 1)·√5·u
     relative — inside the round-off allowance's u·(π t + 1)·|z**t| (see :func:`.errors.roundoff_l2`).
     """
     t = int(t)
     result = None
-    base = z.copy()
+    base = z if overwrite else z.copy()
     while t:
         if t & 1:
-            result = base.copy() if result is None else np.multiply(result, base, out=result)
+            if result is None:
+                result = base if t == 1 else base.copy()  # the last bit: base is not squared again
+            else:
+                np.multiply(result, base, out=result)
         t >>= 1
         if t:
             np.multiply(base, base, out=base)
@@ -375,7 +421,7 @@ def compose(
         else:
             absf = np.abs(f)
         spectra.append((t, b, absf))
-        f = int_power(f, t)
+        f = int_power(f, t, overwrite=True)  # this step's spectrum is not used again
         spec = f if spec is None else spec * f
         log_keep += t * float(np.log1p(-min(d.p_inf, 1.0)))
     out = sfft.irfft(spec, n)
