@@ -122,9 +122,11 @@ def _log_mgf_blocks_lse(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
 
 
 #: Exponents with 1/128 < |t|·h <= MID_TH go by :func:`_log_mgf_blocks_lse`, in blocks of r points
-#: with |t|·(r − 1)·h <= MID_REACH (at least 4 points a block; beyond, one exponential per mass).
+#: with |t|·(r − 1)·h <= MID_REACH (at least 4 points a block; beyond, one exponential per mass) ...
 MID_TH = 4.0
 MID_REACH = 16.0
+#: ... for steps of at least this many masses (below it, the calls cost more than the exponentials saved).
+MID_FROM = 4096
 
 
 def _log_mgf_direct(d: Discrete, ts: np.ndarray, with_mean: bool):
@@ -182,7 +184,7 @@ def _log_mgf(d: Discrete, t: np.ndarray, with_mean: bool):
         if with_mean:
             mean[small] = m
     rest = ~small if dense else np.ones(flat.shape, dtype=bool)
-    mid = rest & (np.abs(flat) * d.h <= MID_TH) if dense else np.zeros(flat.shape, dtype=bool)
+    mid = rest & (np.abs(flat) * d.h <= MID_TH) if dense and n_nz >= MID_FROM else np.zeros(flat.shape, dtype=bool)
     if mid.any():
         # Per tilt the largest power-of-two block with |t|·(r − 1)·h <= MID_REACH (4 to 64 points).
         with np.errstate(divide="ignore"):
