@@ -90,7 +90,10 @@ def _scheme_directions(p, delta: float | None = None):
 def case_of_parts(parts, base: dict, label: str) -> Case | None:
     """A Case for accounting parts: exact GDP when every part is Gaussian, else PLD (None: neither)."""
     if parts and all(p.kind == "gauss" for p in parts):
-        return Case(base, mu=float(np.sqrt(sum(p.times * p.mu * p.mu for p in parts))), label=label)
+        from dpcalc.accounting import _gauss_mu
+
+        # μ rounded up (the safe side of every reading: advantage and TPR grow with μ, β falls).
+        return Case(base, mu=_gauss_mu(parts), label=label)
     mechs = mechanisms(parts)
     from dpcalc.accounting import DOMINATING_KINDS
 
@@ -191,7 +194,10 @@ def sgd_mechanisms(rate: float, sigma: float, steps: int, sampling: str = "poiss
     from dpcalc.core import pld
 
     if rate >= 1.0:
-        return Case({}, mu=float(np.sqrt(steps)) / sigma)
+        from dpcalc.core import _fp
+
+        # μ = √T/σ rounded up: the readings are upper bounds (advantage, TPR) and grow with μ.
+        return Case({}, mu=float(_fp.div_up(_fp.sqrt_up(float(steps)), float(sigma))))
     step = pld.subsampled_gaussian(rate, sigma) if sampling == "poisson" else pld.sampled_wor_gaussian(rate, sigma)
     return Case({}, mechs=[(step, int(steps))])
 

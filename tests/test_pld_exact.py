@@ -235,3 +235,33 @@ def test_one_step_at_rate_one_is_the_gaussian():
         assert up[0] - lo[0] <= 1e-11 * true
     lo, up = exact.subsampled_step_interval([1.0, 0.5], [0.3, 0.3], [1e-12, 1e-12])
     assert lo[1] <= float(_eps_of(lambda e: _delta_step(0.5, 0.3, e), 1e-12)) <= up[1]
+
+
+def test_exact_routes_hold_for_the_true_parameters_to_the_last_bit():
+    # An independent audit found the q = 1 route, in batches of more than 16 rows (the full search, whose
+    # ends are checked within an ulp or two), printing ends on the wrong side of the exact ε by 1–2 ulps:
+    # μ = √T/σ rounded to nearest can be an ulp too small (upper end) or too large (lower end), and
+    # ε moves about twice as much. The ends now come from μ rounded up and down, and log δ's own
+    # rounding has room. Checked here as certified ends are defined — δ(upper) <= δ < δ(lower), at
+    # the true √T/σ, in 60-digit arithmetic (comparing with the exact ε rounded to a double would
+    # hide an ulp).
+    rng = np.random.default_rng(11)
+    with mp.workdps(60):
+        for steps, s in ((7308850, 3.96489), (645978, 3.75159), (3330684, 0.2784), (1000, 1.0), (7, 0.61)):
+            deltas = 10 ** rng.uniform(-12, -1, 20)
+            mu = mp.sqrt(mp.mpf(steps)) / mp.mpf(s)
+            for batch in (sgd.tight_interval(np.ones(20), s, steps, deltas), None):
+                for i, d in enumerate(deltas[:20] if batch is not None else deltas[:3]):
+                    r = batch if batch is not None else sgd.tight_interval(1.0, s, steps, d)
+                    k = i if batch is not None else 0
+                    lo, up = float(r.lower[k]), float(r.upper[k])
+                    assert _delta_gauss(mu, up) <= mp.mpf(d), (steps, s, d, up)
+                    assert lo == 0 or _delta_gauss(mu, lo) > mp.mpf(d), (steps, s, d, lo)
+        for q, s in ((1e-5, 1.0), (0.3, 0.3), (0.02, 7.3), (1e-9, 1.0)):
+            deltas = 10 ** rng.uniform(-12, -1, 20)
+            batch = exact.subsampled_step_interval(np.full(20, q), s, deltas)
+            for i, d in enumerate(deltas):
+                one = exact.subsampled_step_interval(q, s, d)
+                for lo, up in ((batch[0][i], batch[1][i]), (one[0][0], one[1][0])):
+                    assert _delta_step(q, s, float(up)) <= mp.mpf(d), (q, s, d, up)
+                    assert lo == 0 or _delta_step(q, s, float(lo)) > mp.mpf(d), (q, s, d, lo)

@@ -163,7 +163,9 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     full = (q >= 1.0) & ~zero
     one = (steps == 1) & ~full & ~zero
     if full.any():
-        lo[full], up[full] = exact.gaussian_interval(np.sqrt(steps[full]) / sigma[full], delta[full])
+        # μ = √T/σ rounded each way: the lower end from μ rounded down, the upper end from μ rounded up.
+        m_lo, m_hi = exact.gaussian_mu(steps[full], sigma[full])
+        lo[full], up[full] = exact.gaussian_interval(m_lo, delta[full], m_hi)
         method[full] = "gdp"
     if one.any():
         lo[one], up[one] = exact.subsampled_step_interval(q[one], sigma[one], delta[one])

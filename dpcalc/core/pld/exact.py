@@ -42,9 +42,10 @@ import math
 
 import numpy as np
 
+from .. import _fp
 from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
-__all__ = ["gaussian_interval", "subsampled_step_interval", "total_variation_upper"]
+__all__ = ["gaussian_interval", "gaussian_mu", "subsampled_step_interval", "total_variation_upper"]
 
 _U = float(np.finfo(float).eps)
 
@@ -211,17 +212,59 @@ def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:
         return np.where(x == 0, 0.0, np.nextafter(y, np.inf if up else 0.0))
 
 
-def gaussian_interval(mu, delta) -> tuple[np.ndarray, np.ndarray]:
-    """Certified [lower, upper] of ε(δ) for μ-GDP (T Gaussian steps: μ = √T/σ), elementwise."""
+def gaussian_mu(steps, sigma) -> tuple[np.ndarray, np.ndarray]:
+    """μ = √T/σ of T Gaussian steps, rounded down and up: (μ_lo, μ_hi) with μ_lo <= √T/σ <= μ_hi.
+
+    ε(δ) grows with μ, so a certified upper end is computed with μ_hi and a lower end with μ_lo —
+    the round-to-nearest μ can be an ulp on the wrong side, which moves ε by about 2 ulps: as much as
+    the exact routes' intervals are wide."""
+    t, s = (np.asarray(v, float) for v in np.broadcast_arrays(steps, sigma))
+    return _fp.div_down(_fp.sqrt_down(t), s), _fp.div_up(_fp.sqrt_up(t), s)
+
+
+def _target_slack(log_d: np.ndarray) -> np.ndarray:
+    """Room for the rounding of log δ itself (np.log is within an ulp; the true log δ may lie on either
+    side of the computed target): 4u·|log δ|, at least two ulps of it."""
+    return 4 * _U * np.abs(log_d)
+
+
+def _split_bounds(bounds_of, lo_args, hi_args, slack):
+    """Certified (lower, upper) bounds of log δ at x from ``bounds_of(args, x)``: the lower end's from
+    ``lo_args``, the upper end's from ``hi_args`` (one call when they are the same), each widened by
+    ``slack`` (so that comparing them with the computed target is safe whichever way it rounded)."""
+    same = all(np.array_equal(a, b) for a, b in zip(lo_args, hi_args))
+    n = np.size(lo_args[0])
+
+    def bounds(x):
+        if same:
+            lo, hi = bounds_of(lo_args, x)
+        else:
+            x = np.asarray(x, float)
+            both = [np.concatenate([a, b]) for a, b in zip(lo_args, hi_args)]
+            lo2, hi2 = bounds_of(both, np.concatenate(np.broadcast_arrays(x, x), axis=-1))
+            lo, hi = lo2[..., :n], hi2[..., n:]
+        with np.errstate(invalid="ignore"):
+            return _fp.add_down(lo, -slack), _fp.add_up(hi, slack)
+
+    return bounds
+
+
+def gaussian_interval(mu, delta, mu_hi=None) -> tuple[np.ndarray, np.ndarray]:
+    """Certified [lower, upper] of ε(δ) for μ-GDP (T Gaussian steps: μ = √T/σ), elementwise.
+
+    ``mu`` is exact, or (with ``mu_hi``) a lower bound on the true μ and ``mu_hi`` an upper bound
+    (:func:`gaussian_mu`): the lower end is computed with the first, the upper end with the second."""
     mu, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(mu, delta))
+    mu_hi = mu if mu_hi is None else np.broadcast_to(np.asarray(mu_hi, float), mu.shape).copy()
     log_d = np.log(delta)
     with np.errstate(all="ignore"):
-        top = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)  # δ_μ(top) <= Φ̄(√(−2 log δ)) <= δ/2
+        top = mu_hi * mu_hi / 2 + mu_hi * np.sqrt(-2.0 * log_d)  # δ_μ(top) <= Φ̄(√(−2 log δ)) <= δ/2
 
     guess = None
     if mu.size <= GUESS_UP_TO:
         guess = np.array([_gaussian_guess(float(m), float(t)) for m, t in zip(mu, log_d)])
-    lo, up = _bracket(lambda e: _log_delta_bounds(mu, e), log_d, top, guess=guess, first=FIRST_RUNGS_GAUSSIAN)
+    bounds = _split_bounds(lambda a, e: _log_delta_bounds(a[0], e), (mu,), (mu_hi,), _target_slack(log_d))
+    lo, up = _bracket(bounds, log_d, top, guess=guess, first=FIRST_RUNGS_GAUSSIAN)
     return np.minimum(lo, up), up
 
 
@@ -269,34 +312,46 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
         # cancels there, 1 + (e^{−x} − 1) formed in doubles).
         full = q >= 1
         lo, up = np.empty(q.shape), np.empty(q.shape)
-        lo[full], up[full] = gaussian_interval(1.0 / sigma[full], delta[full])
+        m_lo, m_hi = gaussian_mu(1.0, sigma[full])
+        lo[full], up[full] = gaussian_interval(m_lo, delta[full], m_hi)
         if not full.all():
             lo[~full], up[~full] = subsampled_step_interval(q[~full], sigma[~full], delta[~full])
         return lo, up
-    mu = 1.0 / sigma
+    # Both directions' δ grow with μ = 1/σ (a larger μ dominates a smaller: subsampling keeps that):
+    # the lower ends with μ rounded down, the upper ends with μ rounded up.
+    mu, mu_hi = gaussian_mu(1.0, sigma)
     log_d = np.log(delta)
     log_q = np.log(q)
     with np.errstate(all="ignore"):
         # remove: δ_r = q·δ_μ(ε'); nothing to find where q·δ_μ(0) <= q <= δ.
         t_r = log_d - log_q
-        top_r = mu * mu / 2 + mu * np.sqrt(-2.0 * np.minimum(t_r, -1e-300))
+        top_r = mu_hi * mu_hi / 2 + mu_hi * np.sqrt(-2.0 * np.minimum(t_r, -1e-300))
         e_q = 2 * _U * np.abs(log_q)
 
         # add: δ_a = q·e^{ε − ε*}·δ_μ(ε*), in ε* >= 0.
-        top_a = mu * mu / 2 + mu * np.sqrt(-2.0 * log_d)
+        top_a = mu_hi * mu_hi / 2 + mu_hi * np.sqrt(-2.0 * log_d)
 
         # Both directions in one search (one evaluation of the Gaussian curve per step for both).
         n = mu.size
-        mu2, q2 = np.concatenate([mu, mu]), np.concatenate([q, q])
+        q2 = np.concatenate([q, q])
         log_q2, e_q2 = np.concatenate([log_q, log_q]), np.concatenate([e_q, np.zeros(n)])
         is_add = np.arange(2 * n) >= n
 
-        def both(x):
-            lo, hi = _log_delta_bounds(mu2, x)
-            e = _add_eps(q2, x)
-            pre = np.where(is_add, log_q2 - x + e, log_q2)
-            err = np.where(is_add, 4 * _U * (np.abs(log_q2) + x + e + 1.0), e_q2)
+        def curve(args, x):
+            m, qq, lq, eq, add = args
+            lo, hi = _log_delta_bounds(m, x)
+            e = _add_eps(qq, x)
+            pre = np.where(add, lq - x + e, lq)
+            err = np.where(add, 4 * _U * (np.abs(lq) + x + e + 1.0), eq)
             return lo + pre - err, hi + pre + err
+
+        rest = (q2, log_q2, e_q2, is_add)
+        both = _split_bounds(
+            curve,
+            (np.concatenate([mu, mu]),) + rest,
+            (np.concatenate([mu_hi, mu_hi]),) + rest,
+            _target_slack(np.concatenate([log_d, log_d])),
+        )
 
         guess = None
         if n <= GUESS_UP_TO:
