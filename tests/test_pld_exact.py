@@ -265,3 +265,25 @@ def test_exact_routes_hold_for_the_true_parameters_to_the_last_bit():
                 for lo, up in ((batch[0][i], batch[1][i]), (one[0][0], one[1][0])):
                     assert _delta_step(q, s, float(up)) <= mp.mpf(d), (q, s, d, up)
                     assert lo == 0 or _delta_step(q, s, float(lo)) > mp.mpf(d), (q, s, d, lo)
+
+
+def test_one_step_keeps_a_tiny_rates_epsilon_past_a_gaussian_variable_of_30():
+    # A review found the remove direction's ε = ε' + log(q + (1 − q)e^{−ε'}) (used for ε' > 30)
+    # cancelling to nothing where q·e^{ε'} is small: q = 3.4e-172 printed upper 3.4e-172 (the add
+    # direction) against a true 9.86e-154, and two lower ends came out above the truth. ε' up to 700 now
+    # goes by log1p(q·expm1(ε')); beyond, by log(e^{log q + ε'} + 1 − q) with its own error bound.
+    cases = [
+        (1.7422747266548062e-17, 0.2636010680569797, 3.0965094760566387e-28),
+        (1e-20, 0.25, 1e-30),
+        (3.415654230567534e-172, 0.22889682165932917, 2.780128453859781e-186),
+        (1e-300, 0.01, 1e-305),  # ε' past 700
+    ]
+    with mp.workdps(200):
+        for q, s, d in cases:
+            batch = exact.subsampled_step_interval(np.full(17, q), s, np.full(17, d))
+            one = exact.subsampled_step_interval(q, s, d)
+            for lo, up in ((batch[0][0], batch[1][0]), (one[0][0], one[1][0])):
+                assert 0 < up < np.inf, (q, s, d)
+                assert _delta_step(q, s, float(up)) <= mp.mpf(d), (q, s, d, up)
+                assert lo == 0 or _delta_step(q, s, float(lo)) > mp.mpf(d), (q, s, d, lo)
+    assert 9.85e-154 < exact.subsampled_step_interval(cases[2][0], cases[2][1], cases[2][2])[1][0] < 9.87e-154

@@ -268,12 +268,24 @@ def gaussian_interval(mu, delta, mu_hi=None) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(lo, up), up
 
 
-def _remove_eps(q, ep):
-    """ε = log(1 + q(e^{ε'} − 1)) (4u relative)."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        small = np.log1p(q * np.expm1(np.minimum(ep, 30.0)))
-        large = ep + np.log(q + (1.0 - q) * np.exp(-ep))
-    return np.where(ep <= 30.0, small, large)
+def _remove_eps(q, ep) -> tuple[np.ndarray, np.ndarray]:
+    """ε = log(1 + q(e^{ε'} − 1)) and a bound on its relative error.
+
+    Up to ε' = 700 as log1p(q·expm1(ε')): every step within an ulp or two and log1p's sensitivity at
+    most 1, so 4u. Beyond (expm1 would overflow), as log(e^a + 1 − q) with a = log q + ε': a carries
+    an absolute error of about u·(|log q| + ε' + |a|), which moves ε by at most that times
+    min(1, e^a/(1 − q)) — at most twice that relative to ε. (The former ε' + log(q + (1 − q)e^{−ε'})
+    for ε' > 30 cancelled to nothing where q·e^{ε'} is small: q = 3.4e-172, σ = 0.229,
+    δ = 2.8e-186 lost the remove direction's ε ≈ 1e-153 entirely.)"""
+    q, ep = np.broadcast_arrays(np.asarray(q, float), np.asarray(ep, float))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        small = np.log1p(q * np.expm1(np.minimum(ep, 700.0)))
+        lq = np.log(q)
+        a = lq + ep
+        large = np.logaddexp(a, np.log1p(-q))
+        rel_large = 2 * _U * (np.abs(lq) + np.abs(ep) + np.abs(a) + 4.0) + 4 * _U
+    big = ep > 700.0
+    return np.where(big, large, small), np.where(big, rel_large, 4 * _U)
 
 
 def _add_eps(q, es):
@@ -369,6 +381,12 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
         lo_r = np.where(t_r < 0, lo_r, 0.0)
         up_r = np.where(t_r < 0, up_r, 0.0)
 
-    eps_up = np.maximum(_round(_remove_eps(q, up_r), 8 * _U, True), _round(_add_eps(q, up_a), 8 * _U, True))
-    eps_lo = np.maximum(_round(_remove_eps(q, lo_r), 8 * _U, False), _round(_add_eps(q, lo_a), 8 * _U, False))
+    (r_up, rel_up), (r_lo, rel_lo) = _remove_eps(q, up_r), _remove_eps(q, lo_r)
+    # A positive Gaussian variable gives a positive ε, even where it underflows (q near 1e-320): at least
+    # the smallest double, not the 0 that _round keeps for checked zeros.
+    sub = np.nextafter(0.0, 1.0)
+    up_rm = np.where(up_r > 0, np.maximum(_round(r_up, rel_up + 4 * _U, True), sub), 0.0)
+    up_ad = np.where(up_a > 0, np.maximum(_round(_add_eps(q, up_a), 8 * _U, True), sub), 0.0)
+    eps_up = np.maximum(up_rm, up_ad)
+    eps_lo = np.maximum(_round(r_lo, rel_lo + 4 * _U, False), _round(_add_eps(q, lo_a), 8 * _U, False))
     return np.minimum(eps_lo, eps_up), eps_up
