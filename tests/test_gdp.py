@@ -72,3 +72,30 @@ def test_series_on_a_few_points_matches_the_array_run():
     many = G._series(x, mu)
     few = np.concatenate([G._series(x[i : i + 2], mu[i : i + 2]) for i in range(0, x.size, 2)])
     assert np.array_equal(many, few)
+
+
+@pytest.mark.parametrize(
+    "mu, eps, delta",
+    [
+        (1e15, 1.0, 1.0),  # δ = 1 − (far below an ulp)
+        (1e50, 3.1142944245061517, 1.0),
+        (1e-30, 1.2246433773465426e-05, 1e-300),  # δ = e^{−7.5e49}: the floor, labelled upper
+        (1e-10, 2.5160885839846157, 1e-300),
+        (1.0599189093832449e-08, 1000.0, 1e-300),
+    ],
+)
+def test_convert_answers_delta_at_extreme_mu(mu, eps, delta):
+    # An audit found these refused with "the result δ is too large to represent (over 1e308)": δ is at
+    # most 1, but e^{−x²/2} of a huge x gave 0·∞ = NaN in exp_half_sq.
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    res = CliRunner().invoke(cli, ["convert", "gdp", "--mu", repr(mu), "--epsilon", repr(eps), "--json"])
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)["rows"][0]
+    assert row["delta"] == delta
+    assert row["bound"] == ("exact" if delta == 1.0 else "upper")
+    assert np.isfinite(gdp.log_delta(mu, eps)) and gdp.log_delta(mu, eps) <= 0.0

@@ -36,9 +36,11 @@ def exp_half_sq(h, lo=0.0):
     p, e, ok = two_prod(h, h)
     # (h + lo)²/2 = p/2 + (e/2 + h·lo) + lo²/2; the last term is below 2⁻¹⁰⁰ relative.
     c = np.where(ok, 0.5 * e, 0.0) + h * lo
-    with np.errstate(under="ignore", over="ignore"):
+    with np.errstate(under="ignore", over="ignore", invalid="ignore"):
         big = np.exp(-0.5 * p)
-        return big + big * np.expm1(-c)
+        # Where e^{−p/2} underflows to 0 the correction cannot lift it (|c| is within ulps of p/2), but
+        # expm1(−c) may overflow for huge h: 0, not 0·∞ = NaN (μ = 1e15 or 1e-10 in `convert gdp`).
+        return np.where(big == 0.0, 0.0, big + big * np.expm1(-c))
 
 
 def mills(h):
