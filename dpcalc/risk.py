@@ -194,10 +194,10 @@ def sgd_mechanisms(rate: float, sigma: float, steps: int, sampling: str = "poiss
     from dpcalc.core import pld
 
     if rate >= 1.0:
-        from dpcalc.core import _fp
+        from dpcalc.core.pld.exact import gaussian_mu
 
         # μ = √T/σ rounded up: the readings are upper bounds (advantage, TPR) and grow with μ.
-        return Case({}, mu=float(_fp.div_up(_fp.sqrt_up(float(steps)), float(sigma))))
+        return Case({}, mu=float(gaussian_mu(float(steps), float(sigma))[1]))
     step = pld.subsampled_gaussian(rate, sigma) if sampling == "poisson" else pld.sampled_wor_gaussian(rate, sigma)
     return Case({}, mechs=[(step, int(steps))])
 
