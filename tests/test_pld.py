@@ -291,6 +291,36 @@ def test_roundoff_bound_covers_measured_fft_error(mechs, h, extended):
     assert err > 0  # the comparison sees float64 noise (else it would prove nothing)
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(float).eps, reason="no extended precision here")
+@pytest.mark.parametrize(
+    "mechs, h",
+    [
+        ([(pld.subsampled_gaussian(0.01, 2.0), 100000)], 2.0**-12),
+        ([(pld.gaussian(0.1), 1000)], 2.0**-12),
+    ],
+)
+def test_roundoff_bound_covers_measured_error_with_the_low_band(monkeypatch, mechs, h):
+    # Long double at the low frequencies only (.spectrum), the powers over the frequencies that carry the
+    # composed spectrum only: the bound still covers the error measured against extended precision.
+    from dpcalc.core.pld import spectrum
+
+    used = []
+
+    def spy(*a):
+        r = spectrum.low_band_rfft(*a)
+        used.append(r is not None)
+        return r
+
+    monkeypatch.setattr(C, "low_band_rfft", spy)
+    (_, parts), *_ = E._discretised(mechs, h, "upper", 1e-20, dirs=[0])
+    lam, _ = C.choose_tilt(parts, np.log(1e-9))
+    cp = C.compose(parts, lam=lam, eta=1e-15, extended=True)
+    assert used == [True]
+    exact = _compose_longdouble(parts, cp)
+    err = float(np.sqrt(np.sum((cp.p.astype(np.longdouble) - exact) ** 2)))
+    assert 0 < err <= cp.roundoff
+
+
 # --- Laplace noise under subsampling ------------------------------------------------------------
 
 

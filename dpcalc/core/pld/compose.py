@@ -18,6 +18,7 @@ from scipy import fft as sfft
 
 from .discretise import Discrete
 from .errors import FFT_ERROR_PER_LEVEL, best_chernoff, roundoff_l2
+from .spectrum import low_band_rfft
 
 __all__ = [
     "Composed",
@@ -403,27 +404,47 @@ def compose(
     if k_hi - k_lo + 1 > max_size:
         raise MemoryError(f"PLD grid of {k_hi - k_lo + 1} points exceeds the limit {max_size}")
     n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
+    if extended:  # a multiple of 256, so that the low band's blocks divide it (see .spectrum)
+        n = 256 * sfft.next_fast_len(-(-(k_hi - k_lo + 1) // 256), real=True)
     spec = None
     log_keep = 0.0
     kappa = FFT_ERROR_PER_LEVEL * u_c * np.log2(max(n, 2))
     spectra = []  # (times, bound on each coefficient's error, moduli of the coefficients)
     for (d, t), (pos, w), err in zip(parts, tilted, tilt_err):
         idx = (d.k0 + pos) % n
-        x = np.zeros(n, dtype=dtype)
-        if d.p.size <= n:
-            x[idx] = w  # distinct indices
-        else:  # a step wider than the window: its far tail wraps (bounded with the window's)
-            np.add.at(x, idx, w)
-        f = sfft.rfft(x)
-        b = kappa * float(np.sum(w)) * (1 + 1e-6) + err
-        if extended:
-            f = f.astype(np.complex128)
-            absf = np.abs(f)
-            b = b + 2 * _U * absf  # rounding the spectrum to double
+        # Long double only where the power needs it (the low frequencies, see .spectrum) where that
+        # applies; else the whole transform.
+        band = None
+        if extended and d.p.size <= n and pos.size:
+            band = low_band_rfft(idx, w, n, t, d.p.size, int((d.k0 + pos[0]) % n))
+        if band is not None:
+            f, b, absf = band
+            b = b + err
         else:
-            absf = np.abs(f)
+            x = np.zeros(n, dtype=dtype)
+            if d.p.size <= n:
+                x[idx] = w  # distinct indices
+            else:  # a step wider than the window: its far tail wraps (bounded with the window's)
+                np.add.at(x, idx, w)
+            f = sfft.rfft(x)
+            b = kappa * float(np.sum(w)) * (1 + 1e-6) + err
+            if extended:
+                f = f.astype(np.complex128)
+                absf = np.abs(f)
+                b = b + 2 * _U * absf  # rounding the spectrum to double
+            else:
+                absf = np.abs(f)
         spectra.append((t, b, absf))
-        f = int_power(f, t, overwrite=True)  # this step's spectrum is not used again
+        # Where |F|^T <= c^T < e^{−700} (c = |F̃|(1 + 2u) + b >= |F|) the power is 0 to well within the
+        # u·k/e per frequency of the round-off bound (the other parts' |F_k|^{T_k} are at most
+        # ||w_k||₁^{T_k} ≈ 1): only the other frequencies are raised (for many steps, a small share).
+        live = np.flatnonzero(absf * (1 + 2 * _U) + b > np.exp(-700.0 / t))
+        if live.size < f.size // 2:
+            g = np.zeros_like(f)
+            g[live] = int_power(f[live], t, overwrite=True)
+            f = g
+        else:
+            f = int_power(f, t, overwrite=True)  # this step's spectrum is not used again
         spec = f if spec is None else spec * f
         log_keep += t * float(np.log1p(-min(d.p_inf, 1.0)))
     out = sfft.irfft(spec, n)

@@ -48,24 +48,38 @@ def roundoff_l2(n: int, parts: list[tuple[int, np.ndarray, np.ndarray]], out_nor
     w_i <= e^{G−λℓ_i}, so its error is at most ||w||_2 times this (Cauchy–Schwarz): see :mod:`.query`.
     """
     kappa = FFT_ERROR_PER_LEVEL * u * np.log2(max(n, 2))
+    k = len(parts)
+    cs = [(t, b, np.asarray(absf, float) * (1 + 2 * u) + b) for t, b, absf in parts]
+    size = cs[0][2].size
+    # Frequencies where some part's c^T is below e^{−750} next to the others' largest: there M underflows
+    # to 0 and dy is u·k/e alone — summed in one term, so that the logarithms and exponentials run
+    # over the frequencies that carry the composed spectrum only (a small share for many steps).
+    top = sum(t * float(np.log(max(float(c.max()), 1.0))) for t, _, c in cs)
+    live = np.ones(size, dtype=bool)
+    for t, _, c in cs:
+        live &= c > np.exp((-750.0 - top) / t)
+    sel = np.flatnonzero(live)
     log_m = 0.0
     ratio = 0.0
     t_all = 0
-    for t, b, absf in parts:
-        c = np.asarray(absf, float) * (1 + 2 * u) + b
+    for t, b, c in cs:
+        c = c[sel]
         with np.errstate(divide="ignore"):
             log_m = log_m + t * np.log(c)
-        ratio = ratio + t * b / c
+        ratio = ratio + t * (b if np.ndim(b) == 0 else b[sel]) / c
         t_all += t
     with np.errstate(under="ignore", over="ignore"):
         m = np.exp(np.minimum(log_m, 700.0))
-    k = len(parts)
-    dy = m * ratio + u * (np.pi * t_all + 2 * k + 1) * m + u * k / np.e
+    floor = u * k / np.e
+    dy = m * ratio + u * (np.pi * t_all + 2 * k + 1) * m + floor
+    # Weights: the rfft's interior frequencies count twice (their conjugates), 0 and n/2 once.
     w = np.full(dy.shape, 2.0)
-    w[0] = 1.0
+    w[sel == 0] = 1.0
     if n % 2 == 0:
-        w[-1] = 1.0
-    norm_dy = float(np.sqrt(np.sum(w * dy * dy)))
+        w[sel == size - 1] = 1.0
+    w_all = 2.0 * size - 1.0 - (1.0 if n % 2 == 0 else 0.0)
+    w_dead = w_all - float(np.sum(w))
+    norm_dy = float(np.sqrt(np.sum(w * dy * dy) + w_dead * floor * floor))
     return float(norm_dy / np.sqrt(n) * (1 + 1e-6) + kappa * out_norm * (1 + 1e-6) + 1e-300 * np.sqrt(n))
 
 
