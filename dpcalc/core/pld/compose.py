@@ -438,7 +438,7 @@ def compose(
         # Where |F|^T <= c^T < e^{−700} (c = |F̃|(1 + 2u) + b >= |F|) the power is 0 to well within the
         # u·k/e per frequency of the round-off bound (the other parts' |F_k|^{T_k} are at most
         # ||w_k||₁^{T_k} ≈ 1): only the other frequencies are raised (for many steps, a small share).
-        live = np.flatnonzero(absf * (1 + 2 * _U) + b > np.exp(-700.0 / t))
+        live = np.flatnonzero(absf * (1 + 2 * _U) + b > np.exp(-700.0 / max(t, 1)))
         if live.size < f.size // 2:
             g = np.zeros_like(f)
             g[live] = int_power(f[live], t, overwrite=True)
