@@ -74,3 +74,37 @@ def test_band_declines_where_the_power_keeps_many_frequencies():
     w = _step(m, 5)
     idx = np.arange(m) + 10
     assert S.low_band_rfft(idx, w, n, 2, m, 10) is None
+
+
+def test_band_declines_positions_out_of_the_runs_order():
+    # A run wrapping into its own first block, or positions out of order, would put one block in two
+    # places (its mass lost from the sums): the band declines and the caller takes the full transform.
+    n, bb = 1024, 64
+    idx = (1000 + np.arange(1014)) % n
+    w = np.full(idx.size, np.longdouble(1) / idx.size)
+    assert S._band(idx, w, n, 3, bb, 1000, 1.0) is None
+    rng = np.random.default_rng(7)
+    idx = np.arange(10, 2010)
+    perm = rng.permutation(idx.size)
+    w = _step(idx.size, 8)
+    assert S._band(idx[perm], w[perm], 4096, 3, bb, 10, 1.0) is None
+    assert S._band(idx, w, 4096, 3, bb, 10, 1.0) is not None
+
+
+def test_band_declines_few_steps():
+    n, m = 1 << 16, 3000
+    w = _step(m, 9)
+    idx = np.arange(m) + 100
+    assert S.low_band_rfft(idx, w, n, S.MIN_TIMES - 1, m, 100) is None
+
+
+def test_band_summation_bound_stays_tight_for_a_bump_within_one_block():
+    # 1,500 points inside one block of 8,192: summed pairwise (11 ulps), not one by one (1,499 ulps).
+    n, bb, m = 1 << 20, 8192, 1500
+    w = _step(m, 10)
+    idx = np.arange(m) + 3 * bb + 100
+    total = float(np.sum(w, dtype=np.longdouble))
+    low, bound = S._band(idx, w, n, 5, bb, int(idx[0]), total)
+    for j, x in zip(range(5), _exact_dft(w, idx, n, range(5))):
+        assert abs(_mp(low[j]) - x) <= bound[j]
+    assert np.max(bound) < 2e-17

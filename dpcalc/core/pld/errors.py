@@ -57,7 +57,8 @@ def roundoff_l2(n: int, parts: list[tuple[int, np.ndarray, np.ndarray]], out_nor
     top = sum(t * float(np.log(max(float(c.max()), 1.0))) for t, _, c in cs)
     live = np.ones(size, dtype=bool)
     for t, _, c in cs:
-        live &= c > np.exp((-750.0 - top) / max(t, 1))
+        if t > 0:  # (a part taken 0 times is a factor 1)
+            live &= c > np.exp((-750.0 - top) / t)
     sel = np.flatnonzero(live)
     log_m = 0.0
     ratio = 0.0

@@ -29,13 +29,17 @@ from scipy import fft as sfft
 
 from .errors import FFT_ERROR_PER_LEVEL
 
-__all__ = ["low_band_rfft", "MIN_BLOCK"]
+__all__ = ["low_band_rfft", "MIN_BLOCK", "MIN_TIMES"]
 
 _U = float(np.finfo(float).eps)
 _UL = float(np.finfo(np.longdouble).eps)
 
 #: The smallest block: the band's P + 1 transforms have length at most n/MIN_BLOCK.
 MIN_BLOCK = 64
+
+#: Fewer steps than this take the whole transform in long double: their power keeps too many
+#: frequencies (and above its band a single step would keep the double FFT's error undamped).
+MIN_TIMES = 16
 
 #: π in long double (np.pi is the double nearest π, 360 long-double ulps off).
 _PI_L = 4 * np.arctan(np.longdouble(1))
@@ -59,19 +63,22 @@ def low_band_rfft(idx: np.ndarray, w: np.ndarray, n: int, times: int, span: int,
     """(f, b, |f|) for the real FFT of length n of the long-double weights ``w`` at distinct positions
     ``idx`` (0 <= idx < n, within the run of ``span`` positions mod n that starts at ``first``): f the spectrum in
     double, b a bound on |f_j − X_j| per frequency against the exact DFT X of ``w`` (and |f|); or None where
-    the method does not apply (no small low band, or n without a suitable power of two) and the
-    caller takes the full long-double FFT.
+    the method does not apply (fewer than MIN_TIMES steps, no small low band, n without a suitable
+    power of two, or positions out of the run's order) and the caller takes the full long-double FFT.
 
     Above the band: the double FFT of w rounded to double, b = (κ_n + 2u)·||w||₁. In the band: the
-    block moments above, b = ||w||₁·((y/2)^{P+1}/(P+1)! + e^{y/2}·u_L·(κ_N/u_L + log₂B + P + 40 + 8y))
+    block moments above, b = ||w||₁·((y/2)^{P+1}/(P+1)! + e^{y/2}·u_L·(κ_N/u_L + S + P + 40 + 8y))
     + 2u·|f_j|. The rounding, in long-double ulps u_L of ||w||₁, per term p of the series, whose
     coefficients y^p/p! times the moments' scale 2^{−p} sum to e^{y/2} (and, weighted by p, to
-    (y/2)·e^{y/2}): the moments (p products, then a pairwise sum of B terms), p + log₂B; their
+    (y/2)·e^{y/2}): the moments (p products, then a pairwise sum of each block's points), p + S with
+    S the blocks' mass-weighted mean of ⌈log₂ count⌉ (at most log₂B); their
     length-N FFT, κ_N/u_L; the coefficient (−iy)^p/p! (y = 2πj/N within 3.5 ulps), 6p; its product
     with the moment's transform, 3; the sum of the P + 1 terms, P + 1; the phase
     e^{−πi (2j·a0 + j)/N} from an exact residue (the angle, at most π, within 8 ulps; cos and sin
     within two each) and its product, 27. Then rounding to double, 2u·|f_j|."""
 
+    if times < MIN_TIMES:
+        return None
     wd = w.astype(np.float64)
     # A first look, before any transform: |F(ω)| >= 1 − ω²·Var/2 (Var the variance of the positions under
     # w), so the band reaches at least the ω where (1 − ω²·Var/2)^T is negligible. Where that alone asks
@@ -116,36 +123,38 @@ def low_band_rfft(idx: np.ndarray, w: np.ndarray, n: int, times: int, span: int,
 def _band(idx: np.ndarray, w: np.ndarray, n: int, k_band: int, bb: int, first: int, total: float):
     """(X̃_j, bound_j) for j < ``k_band``: the DFT of length n of ``w`` in long double from the block
     moments (block size ``bb``, see the module notes) and a bound on its error against the exact DFT;
-    or None where the run (from ``first``, mod n) does not fit in n/bb blocks."""
+    or None unless the positions, taken from the block holding ``first`` on (mod n), increase strictly
+    (the run in order, wrapping around n at most once and not into its own first block)."""
     nn = n // bb
-    # The run may wrap around n: positions relative to the block holding its first point.
     a0 = first // bb
     rel = (idx - a0 * bb) % n
-    nblocks = -(-(int(rel.max()) + 1) // bb)
-    if nblocks > nn:
+    if rel.size > 1 and not bool(np.all(rel[1:] > rel[:-1])):
         return None
-    # Blocks holding at least B/4 of the points are summed as rows of a dense array (pairwise: log₂B
-    # ulps); the others — a step's sparse tail bins, spread over most of its run — point by point
-    # (any order: count − 1 ulps), so that the work follows the points, not the run.
+    # Each block's points, packed in order into a row whose width is the next power of two of their
+    # count (rows grouped by width), are summed pairwise: ⌈log₂ count⌉ ulps of the block's mass — and
+    # the work follows a step's points, not its run (its sparse tail bins spread over most of it).
     blk = rel // bb
-    starts = np.flatnonzero(np.r_[True, blk[1:] != blk[:-1]])  # rel is increasing: blocks in order
+    starts = np.flatnonzero(np.r_[True, blk[1:] != blk[:-1]])
     count = np.diff(np.r_[starts, blk.size])
-    is_dense = count >= bb // 4
-    pt_dense = np.repeat(is_dense, count)
-    d_blocks = blk[starts[is_dense]]
-    d_rows = np.repeat(np.arange(d_blocks.size), count[is_dense])
-    blocks = np.zeros((d_blocks.size, bb), dtype=np.longdouble)
-    blocks[d_rows, rel[pt_dense] % bb] = w[pt_dense]
-    s_blocks = blk[starts[~is_dense]]
-    s_w = w[~pt_dense]
-    s_beta = ((rel[~pt_dense] % bb).astype(np.longdouble) - np.longdouble(bb // 2)) / np.longdouble(bb)
-    s_starts = np.flatnonzero(np.r_[True, blk[~pt_dense][1:] != blk[~pt_dense][:-1]]) if s_w.size else None
-    # Each block's summation error, in ulps of its mass: log₂B (dense) or count − 1 (sparse); the bound
-    # takes their mass-weighted mean.
+    level = np.ceil(np.log2(count)).astype(np.int64)
+    rank = np.arange(blk.size) - np.repeat(starts, count)
+    beta = ((rel % bb).astype(np.longdouble) - np.longdouble(bb // 2)) / np.longdouble(bb)
+    groups = []  # (block indices, packed weights, packed β)
+    for lv in np.unique(level):
+        rows = np.flatnonzero(level == lv)
+        row_of = np.full(starts.size, -1)
+        row_of[rows] = np.arange(rows.size)
+        pts = np.flatnonzero(np.repeat(level == lv, count))
+        r_pt = row_of[np.repeat(np.arange(starts.size), count)[pts]]
+        wg = np.zeros((rows.size, 1 << int(lv)), dtype=np.longdouble)
+        bg = np.zeros_like(wg)
+        wg[r_pt, rank[pts]] = w[pts]
+        bg[r_pt, rank[pts]] = beta[pts]
+        groups.append((blk[starts[rows]], wg, bg))
+    # The summation error in ulps of the blocks' mass: their mass-weighted mean of ⌈log₂ count⌉.
     mass = np.add.reduceat(w.astype(np.float64), starts)
-    sum_ulps = float(np.dot(mass, np.where(is_dense, math.log2(bb), count - 1.0))) / max(float(mass.sum()), 1e-300)
+    sum_ulps = float(np.dot(mass, level)) / max(float(mass.sum()), 1e-300)
     # β = b/B − 1/2 in [−1/2, 1/2), exact (B a power of two): e^{−iy b/B} = e^{−iy/2}·e^{−iyβ}.
-    frac = (np.arange(bb, dtype=np.longdouble) - np.longdouble(bb // 2)) / np.longdouble(bb)
     j = np.arange(k_band)
     y = 2 * _PI_L * j.astype(np.longdouble) / np.longdouble(nn)
     z = -1j * y.astype(np.clongdouble)
@@ -159,13 +168,11 @@ def _band(idx: np.ndarray, w: np.ndarray, n: int, k_band: int, bb: int, first: i
         terms += 1
     for p in range(terms):
         if p:
-            np.multiply(blocks, frac, out=blocks)
-            np.multiply(s_w, s_beta, out=s_w)
             coef = coef * z / np.longdouble(p)
-        if d_blocks.size:
-            m[d_blocks] = _tree_sum(blocks)
-        if s_w.size:
-            m[s_blocks] = np.add.reduceat(s_w, s_starts)
+        for where, wg, bg in groups:
+            if p:
+                np.multiply(wg, bg, out=wg)
+            m[where] = _tree_sum(wg)
         g = sfft.fft(m)[:k_band]
         acc += coef * g
     # The phase e^{−2πi j a0/N}·e^{−iy/2} = e^{−πi (2·j·a0 + j)/N}, from the exact residue of
