@@ -49,22 +49,26 @@ def roundoff_l2(n: int, parts: list[tuple[int, np.ndarray, np.ndarray]], out_nor
     """
     kappa = FFT_ERROR_PER_LEVEL * u * np.log2(max(n, 2))
     k = len(parts)
-    cs = [(t, b, np.asarray(absf, float) * (1 + 2 * u) + b) for t, b, absf in parts]
-    size = cs[0][2].size
-    # Frequencies where some part's c^T is below e^{−750} next to the others' largest: there M underflows
-    # to 0 and dy is u·k/e alone — summed in one term, so that the logarithms and exponentials run
-    # over the frequencies that carry the composed spectrum only (a small share for many steps).
-    top = sum(t * float(np.log(max(float(c.max()), 1.0))) for t, _, c in cs)
+    size = np.asarray(parts[0][2]).size
+
+    def c_of(absf, b, sel=slice(None)):  # c = |F̃|(1 + 2u) + b >= |F| (at the frequencies sel)
+        return np.asarray(absf, float)[sel] * (1 + 2 * u) + (b if np.ndim(b) == 0 else b[sel])
+
+    # Frequencies where some part's c^T is below e^{−750} next to a bound on the others' largest: there
+    # M underflows to 0 and dy is u·k/e alone — summed in one term, so that the logarithms and
+    # exponentials run over the frequencies that carry the composed spectrum only (a small share for
+    # many steps).
+    top = sum(t * float(np.log(max(float(np.max(absf)) * (1 + 2 * u) + float(np.max(b)), 1.0))) for t, b, absf in parts)
     live = np.ones(size, dtype=bool)
-    for t, _, c in cs:
+    for t, b, absf in parts:
         if t > 0:  # (a part taken 0 times is a factor 1)
-            live &= c > np.exp((-750.0 - top) / t)
+            live &= c_of(absf, b) > np.exp((-750.0 - top) / t)
     sel = np.flatnonzero(live)
     log_m = 0.0
     ratio = 0.0
     t_all = 0
-    for t, b, c in cs:
-        c = c[sel]
+    for t, b, absf in parts:
+        c = c_of(absf, b, sel)
         with np.errstate(divide="ignore"):
             log_m = log_m + t * np.log(c)
         ratio = ratio + t * (b if np.ndim(b) == 0 else b[sel]) / c

@@ -83,7 +83,7 @@ def low_band_rfft(idx: np.ndarray, w: np.ndarray, n: int, times: int, span: int,
     # A first look, before any transform: |F(ω)| >= 1 − ω²·Var/2 (Var the variance of the positions under
     # w), so the band reaches at least the ω where (1 − ω²·Var/2)^T is negligible. Where that alone asks
     # for blocks below MIN_BLOCK, the full transform is due anyway. (Only the time depends on this.)
-    keep = -math.expm1(_LOG_NEGLIGIBLE / max(times, 1))
+    keep = -math.expm1(_LOG_NEGLIGIBLE / times)
     off = ((idx - first) % n).astype(np.float64)
     mean = float(np.dot(wd, off))
     var = float(np.dot(wd, (off - mean) ** 2))
@@ -98,7 +98,7 @@ def low_band_rfft(idx: np.ndarray, w: np.ndarray, n: int, times: int, span: int,
     kappa = FFT_ERROR_PER_LEVEL * _U * math.log2(max(n, 2))
     b_hi = (kappa + 2 * _U) * total * (1 + 1e-6)
     absf = np.abs(f)
-    big = np.flatnonzero(absf + b_hi > math.exp(_LOG_NEGLIGIBLE / max(times, 1)))
+    big = np.flatnonzero(absf + b_hi > math.exp(_LOG_NEGLIGIBLE / times))
     k_band = int(big[-1]) + 1 if big.size else 1
     # B: the largest power of two dividing n with y_K = 2π(K − 1)B/n <= 1/4; at least MIN_BLOCK, or the
     # band's transforms would cost about as much as the full one.
@@ -137,15 +137,17 @@ def _band(idx: np.ndarray, w: np.ndarray, n: int, k_band: int, bb: int, first: i
     starts = np.flatnonzero(np.r_[True, blk[1:] != blk[:-1]])
     count = np.diff(np.r_[starts, blk.size])
     level = np.ceil(np.log2(count)).astype(np.int64)
-    rank = np.arange(blk.size) - np.repeat(starts, count)
+    rank = np.arange(blk.size) - np.repeat(starts, count)  # each point's place in its block
+    block_of = np.repeat(np.arange(starts.size), count)  # each point's block (in order)
+    # β = b/B − 1/2 in [−1/2, 1/2), exact (B a power of two): e^{−iy b/B} = e^{−iy/2}·e^{−iyβ}.
     beta = ((rel % bb).astype(np.longdouble) - np.longdouble(bb // 2)) / np.longdouble(bb)
+    row_of = np.empty(starts.size, dtype=np.int64)  # each block's row within its width's group
     groups = []  # (block indices, packed weights, packed β)
     for lv in np.unique(level):
         rows = np.flatnonzero(level == lv)
-        row_of = np.full(starts.size, -1)
         row_of[rows] = np.arange(rows.size)
-        pts = np.flatnonzero(np.repeat(level == lv, count))
-        r_pt = row_of[np.repeat(np.arange(starts.size), count)[pts]]
+        pts = np.flatnonzero(level[block_of] == lv)
+        r_pt = row_of[block_of[pts]]
         wg = np.zeros((rows.size, 1 << int(lv)), dtype=np.longdouble)
         bg = np.zeros_like(wg)
         wg[r_pt, rank[pts]] = w[pts]
@@ -154,7 +156,6 @@ def _band(idx: np.ndarray, w: np.ndarray, n: int, k_band: int, bb: int, first: i
     # The summation error in ulps of the blocks' mass: their mass-weighted mean of ⌈log₂ count⌉.
     mass = np.add.reduceat(w.astype(np.float64), starts)
     sum_ulps = float(np.dot(mass, level)) / max(float(mass.sum()), 1e-300)
-    # β = b/B − 1/2 in [−1/2, 1/2), exact (B a power of two): e^{−iy b/B} = e^{−iy/2}·e^{−iyβ}.
     j = np.arange(k_band)
     y = 2 * _PI_L * j.astype(np.longdouble) / np.longdouble(nn)
     z = -1j * y.astype(np.clongdouble)
