@@ -114,6 +114,29 @@ def test_subsampled_gaussian_tails_are_within_their_error_bounds(direction):
                 assert a - float(err[0]) <= val[0] <= b + float(err[0]), (q, s, ell, side, k)
 
 
+def test_gaussian_tails_cover_a_rounded_mu():
+    # μ = Δ/σ reaches the Gaussian mechanism rounded (up by the accounting layer, to nearest elsewhere):
+    # each computed tail is within its error bound of the tail for the exact quotient, whichever way
+    # (and by up to 2u relative) μ was rounded.
+    rng = np.random.default_rng(11)
+    for _ in range(80):
+        sens, sigma = float(rng.choice([1.0, 3.0, 0.7])), 10 ** rng.uniform(-1.5, 3)
+        mu_true = mp.mpf(sens) / mp.mpf(sigma)
+        near = sens / sigma
+        for mu in (near, float(np.nextafter(near, np.inf)), float(np.nextafter(near, -np.inf))):
+            mu = float(np.nextafter(mu, np.inf)) if rng.random() < 0.5 else mu
+            if abs(mp.mpf(mu) / mu_true - 1) > 2 * np.finfo(float).eps:
+                continue
+            z = rng.normal() * rng.choice([1.0, 5.0, 30.0])
+            ell = float(mu * mu / 2 + z * mu)
+            t = pld.gaussian(mu)[0].cdf(np.array([ell]))
+            h = mu_true**2 / 2
+            a, b = (mp.mpf(ell) - h) / mu_true, (mp.mpf(ell) + h) / mu_true
+            ref = (mp.ncdf(a), mp.ncdf(b), mp.ncdf(-a), mp.ncdf(-b))
+            for k, (val, err) in enumerate([(t.fp, t.efp), (t.fq, t.efq), (t.sp, t.esp), (t.sq, t.esq)]):
+                assert abs(mp.mpf(float(val[0])) - ref[k]) <= float(err[0]), (sens, sigma, mu, ell, k)
+
+
 def test_the_hull_at_zero_takes_the_right_limit():
     # Both directions' δ(0) is the total variation distance; the hull's P[L > 0] is the right limit.
     # q = 1e-9, σ = 0.05: the add direction has almost all its mass just above 0, the hull almost none.

@@ -108,14 +108,19 @@ def _ndtr_pair(z, dz):
 
 
 def gaussian(mu: float) -> list[Direction]:
-    """The Gaussian mechanism with μ = Δ/σ: L ~ N(μ²/2, μ²) under P, N(−μ²/2, μ²) under Q (symmetric)."""
+    """The Gaussian mechanism with μ = Δ/σ: L ~ N(μ²/2, μ²) under P, N(−μ²/2, μ²) under Q (symmetric).
+
+    ``mu`` may be the mechanism's μ rounded either way (Δ/σ or √k/σ in floating point, within 2u
+    relative): the arguments' error bound covers it. With μ' = μ(1 + r), |r| <= 2u, the arguments
+    (ℓ ∓ μ²/2)/μ move by at most 2u·(|ℓ| + μ²/2)/μ (1/μ' − 1/μ and (μ' − μ)/2), on top of their
+    own rounding (3u of the same), so either end of an interval stays a bound for the μ asked for."""
     half = mu * mu / 2
 
     def cdf(ell, side=0):
         ell = np.asarray(ell, float)
         a = (ell - half) / mu
         b = (ell + half) / mu
-        da = 3 * _U * (np.abs(ell) + half) / mu
+        da = 5.0001 * _U * (np.abs(ell) + half) / mu
         F, S, eF, eS = _ndtr_pair(np.stack(np.broadcast_arrays(a, b)), da)
         fp, sp, efp, esp = F[0], S[0], eF[0], eS[0]
         fq, sq, efq, esq = F[1], S[1], eF[1], eS[1]
