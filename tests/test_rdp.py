@@ -66,6 +66,21 @@ def test_rate_one_is_plain_gaussian():
     np.testing.assert_allclose(rdp.subsampled_gaussian(a, 1.0, 1.7), a / (2 * 1.7**2))
 
 
+def test_gaussian_curve_is_rounded_up():
+    # α·Δ²/(2σ²) in round-to-nearest lands below the exact value about half the time; the curve is an
+    # upper bound, so every value must be at or above the 50-digit quotient (and +∞ where σ² underflows).
+    rng = np.random.default_rng(5)
+    a = 10 ** rng.uniform(0, 6, 4000)
+    s = 10 ** rng.uniform(-150, 150, 4000)
+    d = 10 ** rng.uniform(-5, 5, 4000)
+    r = rdp.gaussian(a, s, d)
+    with mpmath.workdps(50):
+        for ai, si, di, ri in zip(a, s, d, r):
+            exact = mpmath.mpf(ai) * mpmath.mpf(di) ** 2 / (2 * mpmath.mpf(si) ** 2)
+            assert mpmath.mpf(float(ri)) >= exact, (ai, si, di)
+    assert rdp.gaussian(2.0, 1e-200) == np.inf
+
+
 def _dpa_eps(q, s, t, d):
     acc = R.RdpAccountant()
     acc.compose(PoissonSampledDpEvent(q, GaussianDpEvent(s)), t)

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 from scipy import special
 
+from . import _fp
 from ._arrays import all_scalar, checked, finish, log_expm1
 
 __all__ = [
@@ -63,12 +64,17 @@ _FRAC_TOL = 12.0  # stop when the last term is e^-12 below log A (it is added, s
 
 
 def gaussian(orders, sigma, sensitivity=1.0):
-    """RDP of the Gaussian mechanism: r(α) = α Δ² / (2σ²) ([M] Prop. 7)."""
+    """RDP of the Gaussian mechanism: r(α) = α Δ² / (2σ²) ([M] Prop. 7), rounded up (an RDP curve
+    is an upper bound: α·Δ·Δ up, 2σ² down, the quotient up)."""
     scalar = all_scalar(orders, sigma, sensitivity)
     a = checked("order", orders, low=1)
     s = checked("sigma", sigma, low=0)
     d = checked("sensitivity", sensitivity, low=0)
-    return finish(a * d * d / (2.0 * s * s), scalar=scalar)
+    num = _fp.mul_up(_fp.mul_up(a, d), d)
+    den = 2.0 * _fp.mul_down(s, s)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        r = np.where(den > 0, _fp.div_up(num, np.where(den > 0, den, 1.0)), np.inf)  # σ² underflows: +∞
+    return finish(r, scalar=scalar)
 
 
 def laplace(orders, scale, sensitivity=1.0):
