@@ -493,17 +493,17 @@ def test_one_epoch_t2_epsilon_against_exact(sigma, delta):
     assert up <= exact_eps * 1.001, (up, exact_eps)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pld.epsilon returns nan (not +inf) for both ends when a direction's p_inf exceeds δ "
-    "(here the add direction's p_inf 2.5e-5 > δ = 1e-5; dpcalc.core.pld.dp(1, 0.1) at δ = 0.01 does the same)",
-)
 def test_infinite_epsilon_is_inf_not_nan():
+    # A direction's P[L = +∞] above δ: δ(ε) > δ at every ε, so both ends are +∞ (was NaN, no claim).
     sigma, t, epochs, delta = 1.0, 1, 1, 1e-5
     dirs = _pair(sigma, t, _budget(delta, epochs))
     assert dirs[1].p_inf > delta  # the premise: ε is +inf for this pair
     ans = pld.epsilon([(dirs, epochs)], np.array([delta]))
-    assert not np.isnan(ans.upper[0]) and not np.isnan(ans.lower[0])
+    assert ans.upper[0] == np.inf and ans.lower[0] == np.inf and ans.met[0]
+    # Mixed with a δ that has a finite answer: each δ gets its own.
+    ans = pld.epsilon([(pld.dp(1.0, 0.1), 1)], np.array([0.01, 0.2]))
+    assert list(ans.lower[:1]) == [np.inf] and list(ans.upper[:1]) == [np.inf]
+    assert 0.835 < ans.lower[1] <= ans.upper[1] < 0.836
 
 
 # --------------------------------------------------------------------------- (d) property over the box

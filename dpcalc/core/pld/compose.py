@@ -263,10 +263,17 @@ def choose_tilt(parts: list[tuple[Discrete, int]], log_delta: float, guess: floa
     return float(lam[0]), float(rest[0])
 
 
-def choose_tilts(parts: list[tuple[Discrete, int]], log_delta, guess=None) -> tuple[np.ndarray, np.ndarray]:
+def choose_tilts(
+    parts: list[tuple[Discrete, int]], log_delta, guess=None, fallback=None
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`choose_tilt` for many levels δ at once (``guess``: None or one per δ, NaN for none): one
     log-MGF evaluation shared by all. Raises FloatingPointError where no tilt has a finite log-MGF (a
-    loss distribution beyond what floating point represents)."""
+    loss distribution beyond what floating point represents).
+
+    ``fallback`` (None or one per δ, e.g. a certified lower bound on ε): the level ε_g used instead of
+    the Chernoff bound where that bound is above every tilt's centre — the losses end below it (a few
+    atoms, bounded losses: the Chernoff bound tends to the largest loss, above the answer), and the
+    largest tilt would weigh the masses read at ε by up to e^{λ(ℓ_max − ε)} next to the round-off."""
     log_delta = np.atleast_1d(np.asarray(log_delta, float))
     s = spread(parts)
     ts = 2.0 ** (_TILT_STEPS / 2.0) / s
@@ -277,10 +284,19 @@ def choose_tilts(parts: list[tuple[Discrete, int]], log_delta, guess=None) -> tu
     with np.errstate(invalid="ignore"):
         x = np.where(ok[None, :], (total[None, :] - log_delta[:, None]) / ts[None, :], np.inf)
     eps_g = np.maximum(np.min(x, axis=1), 0.0)
+    given = np.zeros(log_delta.shape, dtype=bool)
     if guess is not None:
         g = np.broadcast_to(np.asarray(guess, float), log_delta.shape)
-        eps_g = np.where(np.isnan(g), eps_g, np.maximum(g, 0.0))
-    below = (ok & np.isfinite(centre))[None, :] & (centre[None, :] <= eps_g[:, None])
+        given = ~np.isnan(g)
+        eps_g = np.where(given, np.maximum(g, 0.0), eps_g)
+    usable = ok & np.isfinite(centre)
+    below = usable[None, :] & (centre[None, :] <= eps_g[:, None])
+    if fallback is not None:
+        fb = np.broadcast_to(np.asarray(fallback, float), log_delta.shape)
+        saturated = np.all(below | ~usable[None, :], axis=1) & ~given & np.isfinite(fb)
+        if saturated.any():
+            eps_g = np.where(saturated, np.maximum(fb, 0.0), eps_g)
+            below = usable[None, :] & (centre[None, :] <= eps_g[:, None])
     last = ts.size - 1 - np.argmax(below[:, ::-1], axis=1)
     i = np.where(below.any(axis=1), last, int(np.flatnonzero(ok)[0]))
     return ts[i], total[i] - ts[i] * eps_g

@@ -196,7 +196,8 @@ def _eps_dirs(
     for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
-        tilts = choose_tilts(parts, np.log(delta), gs)[0]
+        fb = None if cut is None else np.broadcast_to(np.asarray(cut, float), delta.shape)
+        tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb)[0]
         for lam in np.unique(tilts):
             sel = tilts == lam
             dl = delta[sel]
@@ -457,13 +458,39 @@ def epsilon(
 ) -> Answer:
     """Certified [lower, upper] on ε(δ): see :func:`_epsilon`. The heap's free pages go back to the system
     afterwards (:func:`dpcalc._alloc.release_freed_memory`), so that many answers in a row (a search)
-    stay within the memory of one."""
+    stay within the memory of one.
+
+    Where a direction's composed P[L = +∞] is above δ (:func:`_infinite_at`), δ(ε) >= P[L = +∞] > δ at
+    every ε: both ends are +∞ there (exactly; the width is met), and the engine composes for the rest."""
     from ..._alloc import release_freed_memory
 
+    delta = np.atleast_1d(np.asarray(delta, float))
+    if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
+        raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
+    inf = _infinite_at(mechs, delta)
     try:
-        return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
+        if not inf.any():
+            return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
+        lo, up, met = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf), np.ones(delta.shape, dtype=bool)
+        h_up = h_lo = 0.0
+        if not inf.all():
+            hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[~inf]
+            a = _epsilon(mechs, delta[~inf], rel, abs_, h0, upper_only, fine_upper, hint)
+            lo[~inf], up[~inf], met[~inf] = a.lower, a.upper, a.met
+            h_up, h_lo = a.h_upper, a.h_lower
+        return Answer(lo, up, h_up, h_lo, met)
     finally:
         release_freed_memory()
+
+
+def _infinite_at(mechs, delta) -> np.ndarray:
+    """Where some direction's composed P[L = +∞], 1 − Π(1 − p_j)^{T_j}, rounded down, is above δ."""
+    n_dir = max(len(m) for m, _ in mechs)
+    out = np.zeros(np.shape(delta), dtype=bool)
+    for k in range(n_dir):
+        keep = sum(t * float(np.log1p(-min(m[min(k, len(m) - 1)].p_inf, 1.0))) for m, t in mechs)
+        out |= -np.expm1(keep) * (1 - 1e-12) > delta
+    return out
 
 
 def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint) -> Answer:
@@ -642,7 +669,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
                     )[k]
                     h_dir[k] /= 2
                     up_dir[k] = np.minimum(up_dir[k], new)
-                moved[kind] = float(np.max(up - up_dir.max(axis=0)))
+                moved[kind] = _moved(up, up_dir.max(axis=0))
             else:
                 dirs = lower_dirs()
                 # The window starts at the current lower bound: the finer one is sought above it (where
@@ -652,7 +679,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
                 )
                 h_lo /= 2
                 lo_dir[dirs] = np.fmax(lo_dir[dirs], new[dirs])
-                moved[kind] = float(np.max(np.nanmax(lo_dir, axis=0) - lo))
+                moved[kind] = _moved(np.nanmax(lo_dir, axis=0), lo)
         except MemoryError:
             stuck.add(kind)
     up = _claimed_upper(mechs, delta, up_dir)
@@ -665,6 +692,14 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     lo = np.minimum(lo, up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
     return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+
+
+def _moved(a: np.ndarray, b: np.ndarray) -> float:
+    """How far a refinement moved an end: the largest a − b over δ (0 where both are the same infinity,
+    e.g. an upper end that found no ε in its window before and after)."""
+    with np.errstate(invalid="ignore"):
+        d = a - b
+    return float(np.max(np.where(np.isnan(d), 0.0, d)))
 
 
 def _upper_to_hint(mechs, delta, hint, h, widest, stats, rel, abs_) -> Answer | None:
