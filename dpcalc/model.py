@@ -522,8 +522,14 @@ def from_dict(d: Any, where: str = "object"):
         extra = scheme_fields(d, scheme, where)
         if extra and not isinstance(inner, Gaussian):
             raise ObjectError(f"{where}: {scheme} sampling is accounted for a Gaussian inner mechanism only")
-        if extra and nb != "add-remove":
-            raise ObjectError(f"{where}: {scheme} sampling is analysed with add-remove neighbours; got {nb!r}")
+        # Each scheme is analysed under one neighbouring relation; another one named is refused, not
+        # ignored (Poisson with substitution neighbours is a different, less private, mechanism).
+        needed = "substitution" if scheme == "without-replacement" else "add-remove"
+        if nb != needed:
+            raise ObjectError(
+                f"{where}: {scheme} sampling is analysed with {needed} neighbours; got neighbours = {nb!r} "
+                "(dpcalc makes no claim for it)"
+            )
         rate = _number(d, "rate", where, high=1.0)
         return Subsampled(inner, rate, scheme, nb, **extra)
     if kind == "shuffled":

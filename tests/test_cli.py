@@ -338,6 +338,24 @@ ERROR_CASES = [
     ("plan-sgd --dataset-size 100 --target-epsilon 1", "exactly one"),
     ("frobnicate", "No such command"),
     ("calibrate gaussian --bogus 1", "No such option"),
+    # Steps derived from --epochs past 2^53 (--steps is capped there): was exit 3, a TypeError, from 2^64 on.
+    *[
+        (
+            f"plan-sgd --dataset-size 60000 --batch-size 256 --epochs 7.9e16 --noise-multiplier 1.1 --delta 1e-5 {x}",
+            "--epochs",
+        )
+        for x in (
+            "",
+            "--sampling without-replacement",
+            "--max-batch-size 300",
+            "--examples-per-user 2",
+            "--sampling shuffle",
+            "--accountant rdp",
+        )
+    ],
+    ("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3.8e16 --noise-multiplier 1.1 --delta 1e-5", "2^53"),
+    ("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 7.9e16 --delta 1e-5 --target-epsilon 3", "--epochs"),
+    ("plan-sgd --dataset-size 60000 --noise-multiplier 1 --epochs 7.9e16 --delta 1e-5 --target-epsilon 3", "B = 1"),
 ]
 
 

@@ -73,6 +73,14 @@ def test_two_laplace_releases_at_a_large_delta_meet_the_width():
     assert ans.met[0]
 
 
+def test_ten_small_laplace_releases_meet_the_width():
+    # The Chernoff level sat far above the answer, and so did the refinements' tilt: [0.322, 0.427] after
+    # 12.7 s, refined down to h = 2^-23 without moving. dp-accounting's optimistic and pessimistic PLDs
+    # at 1e-6 give 0.3258412 and 0.3258422.
+    ans = pld.epsilon([(pld.laplace(0.05), 10)], 1e-3)
+    assert ans.met[0] and ans.lower[0] <= 0.3258422 and ans.upper[0] >= 0.3258412
+
+
 def test_saturated_tilt_falls_back_to_the_lower_end():
     # Two atoms ±1: every tilt's centre is below 1 and below the Chernoff level (>= 1); without a
     # fallback the largest tilt is taken, with one the tilt whose centre is just below it.
@@ -418,6 +426,20 @@ def test_subsampled_laplace_composition_below_kov_and_wor_above_poisson(eps0, q,
     assert p.lower[0] <= p.upper[0] < kov  # the worst case of an ε'-DP step is far from Laplace's
     assert w.lower[0] <= w.upper[0] <= composition.optimal_homogeneous(amplified, 0.0, t, 1e-5) * (1 + 1e-9)
     assert w.lower[0] > p.upper[0]
+
+
+def test_laplace_tails_beyond_the_support_send_no_mass_to_infinity():
+    # Beyond [−ε₀, ε₀] (or a subsampled step's ends) the tails are exactly 0 and 1. An absolute 2u
+    # error bound there went to P[L = +∞] of every upper step (u–4u each): 655 steps put 5.8e-13 at +∞,
+    # a third of δ = 1.82e-12, and the upper end stayed 1.1 % high on every grid ([0.16348, 0.16528],
+    # the width missed, while dp-accounting's fine PLDs bracket 0.16314–0.16349).
+    for mech in (pld.laplace(1.0), pld.subsampled_laplace(2.868, 0.000274), pld.sampled_wor_laplace(1.0, 0.01)):
+        for d in mech:
+            assert D.discretise_upper(d, 2.0**-12).p_inf == 0.0
+            t = d.cdf(np.array([d.hi + 1.0, d.lo - 1.0]))
+            assert (t.sp[0], t.esp[0], t.fp[1], t.efp[1]) == (0.0, 0.0, 0.0, 0.0)  # no mass above / below
+    ans = pld.epsilon([(pld.subsampled_laplace(2.868, 0.000274), 655)], 1.82e-12)
+    assert ans.met[0] and ans.lower[0] <= 0.16348283 and ans.upper[0] >= 0.16314188
 
 
 def test_laplace_with_every_record_sampled_is_plain_laplace():

@@ -166,6 +166,19 @@ def test_the_schema_lists_exactly_the_fields_dpcalc_reads():
         ('{"type":"composed","parts":[{"times":true,"of":{"type":"gdp","mu":1}}]}', "field 'times' must be a whole"),
         ('{"type":"composed","parts":[{"time":2,"of":{"type":"gdp","mu":1}}]}', "unknown field 'time'"),
         ('{"type":"subsampled","rate":0.1,"scheme":"poison","inner":{"type":"gaussian","sigma":1}}', "'poisson'"),
+        # A neighbouring relation the scheme is not analysed under: refused, not ignored (Poisson with
+        # substitution printed the add/remove interval [5.1909, 5.1926] as certified; a substitution pair
+        # of the same run has ε in [9.32, 9.52]).
+        (
+            '{"type":"composed","parts":[{"times":10000,"of":{"type":"subsampled","rate":0.01,"scheme":"poisson",'
+            '"neighbours":"substitution","inner":{"type":"gaussian","sigma":1.1,"sensitivity":1}}}]}',
+            "poisson sampling is analysed with add-remove neighbours; got neighbours = 'substitution'",
+        ),
+        (
+            '{"type":"subsampled","rate":0.01,"scheme":"without-replacement","neighbours":"add-remove",'
+            '"inner":{"type":"gaussian","sigma":1.1}}',
+            "without-replacement sampling is analysed with substitution neighbours; got neighbours = 'add-remove'",
+        ),
     ],
 )
 def test_malformed_documents_are_refused_with_the_field(stdin, mentions):

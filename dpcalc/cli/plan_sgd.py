@@ -7,6 +7,7 @@ import click
 from dpcalc.cli.options import (
     CONTEXT,
     COUNT,
+    MAX_COUNT,
     POSITIVE,
     PROBABILITY,
     RATE,
@@ -310,7 +311,7 @@ def plan_sgd(
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
 
-    total_steps = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+    total_steps = _total_steps(m, steps)
     ep_total = m["epochs"] if epochs is not None else total_steps * q
     if to != "epsilon":
         return _risk(locals())
@@ -496,6 +497,25 @@ def _require_forward(sigma, batch, epochs) -> None:
             raise click.UsageError(f"Missing option {name} (or give --target-epsilon to solve for it).")
 
 
+def _total_steps(m: dict, steps):
+    """T per row: --steps as given, or ⌈E·N/B⌉ from --epochs — refused (exit 2, naming --epochs) past 2^53,
+    the most steps dpcalc accounts for (--steps itself is capped there by its option)."""
+    import numpy as np
+
+    if steps is not None:
+        return m["steps"]
+    total = _steps_for(m, m["epochs"])
+    over = total > MAX_COUNT
+    if np.any(over):
+        i = int(np.argmax(over))
+        raise click.BadParameter(
+            f"{float(m['epochs'][i]):g} epochs are {float(total[i]):.4g} steps, more than 2^53 (the most steps "
+            "dpcalc accounts for); give fewer epochs.",
+            param_hint="'--epochs'",
+        )
+    return total
+
+
 def _steps_for(m: dict, ep, rows=slice(None)):
     """T = ⌈E/q⌉ = ⌈E·N/B⌉ steps for ``ep`` epochs of the mesh's ``rows`` (⌈E/q⌉ where --rate was given),
     exactly: a step count is never rounded down, and ⌈E/q⌉ is never ⌈E·N/round(qN)⌉, which can be fewer."""
@@ -549,6 +569,14 @@ def _pick_solve(v: dict, target: str) -> str:
         require("epochs", epochs, "solving for a batch size needs --epochs")
         if batch_size is not None or rate is not None:
             raise click.UsageError("--batch-size/--rate is what --solve batch-size finds; leave it out.")
+        # The search may try any B from 1: its steps E·N/B stay within the 2^53 dpcalc accounts for.
+        most = max(float(e) for e in epochs) * max(float(x) for x in dataset_size)
+        if most > MAX_COUNT:
+            raise click.BadParameter(
+                f"solving for a batch size tries B = 1, where {max(epochs):g} epochs of {max(dataset_size):g} records "
+                f"are {most:.4g} steps, more than 2^53 (the most steps dpcalc accounts for); give fewer epochs.",
+                param_hint="'--epochs'",
+            )
     return solve
 
 
@@ -588,7 +616,7 @@ def _inverse(v: dict) -> int:
     if steps is not None:
         t = m["steps"]
     elif epochs is not None and (batch_size is not None or rate is not None):
-        t = _steps_for(m, m["epochs"])  # as forward answers count them
+        t = _total_steps(m, None)  # as forward answers count them
     else:
         t = None
 
@@ -861,7 +889,7 @@ def _risk_inverse(v: dict) -> int:
     if solve != "batch-size":
         q_all = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
     if solve == "noise-multiplier":
-        t_all = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+        t_all = _total_steps(m, steps)
 
     def run_of(i, x):
         """(q, σ, T) of row i with the solved quantity at x."""
@@ -1092,7 +1120,7 @@ def _scheme_run(v: dict) -> int:
     if v["delta_defaulted"]:
         m["delta"] = np.asarray(sgd.default_delta(m["dataset_size"]), float).reshape(-1)
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
-    total = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+    total = _total_steps(m, steps)
     ep_total = m["epochs"] if epochs is not None else total * q
     rows, objects, notes, warnings = [], [], list(v["notes"]), list(v["warnings"])
     results = sch.intervals(scheme, m, q, total, c.pld_kw())
@@ -1195,7 +1223,7 @@ def _scheme_inverse(v: dict) -> int:
     q = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"] if solve != "batch-size" else None
     total = None
     if solve == "noise-multiplier":
-        total = m["steps"] if steps is not None else _steps_for(m, m["epochs"])
+        total = _total_steps(m, steps)
     rtol = 1e-3
     rows, warnings, notes = [], list(v["warnings"]), list(v["notes"])
     for i in range(n):

@@ -149,9 +149,11 @@ def laplace(eps0: float) -> list[Direction]:
         sq = np.where(top, 0.0, np.where(inside, 0.5 * eq, 1.0))
         sp = np.where(top, 0.0, 1.0 - fp)
         fq = 1 - sq
-        efp = np.where(inside, 0.5 * eep, 0.0) + _U
-        esq = np.where(inside, 0.5 * eeq, 0.0) + _U
-        return Tails(fp, fq, sp, sq, efp, esq + _U, efp + _U, esq)
+        # Outside [−ε₀, ε₀) every value is exact (0 or 1): no error there (2u a step would otherwise
+        # reach P[L = +∞] of a composition).
+        efp = np.where(inside, 0.5 * eep + _U, 0.0)
+        esq = np.where(inside, 0.5 * eeq + _U, 0.0)
+        return Tails(fp, fq, sp, sq, efp, np.where(inside, esq + _U, 0.0), np.where(inside, efp + _U, 0.0), esq)
 
     med = eps0 - 2 * np.log(2) if eps0 > 2 * np.log(2) else 0.0
     return [Direction(lo=-eps0, hi=eps0, cdf=cdf, median=med, dominated=_laplace_threshold(eps0, 1.0)[0])]
@@ -298,7 +300,9 @@ def _laplace_cdf(x, mu: float, b: float):
     z = (np.asarray(x, float) - mu) / b
     with np.errstate(over="ignore", invalid="ignore"):
         half = 0.5 * np.exp(-np.abs(z))
-        err = np.where(np.isfinite(z), half * _U * (6.0 + 2.0 * np.abs(z)), 0.0) + 2 * _U
+        # (At x = ±∞ both values are exact, 0 and 1: no error there, so that mass a whole composition
+        # would otherwise send to +∞ by error bounds alone — 2u a step — is not added.)
+        err = np.where(np.isfinite(z), half * _U * (6.0 + 2.0 * np.abs(z)) + 2 * _U, 0.0)
     below = z < 0
     return np.where(below, half, 1.0 - half), np.where(below, 1.0 - half, half), err
 
@@ -355,8 +359,10 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
         f0, s0, e0 = _laplace_cdf(x, 0.0, b)
         f1, s1, e1 = _laplace_cdf(x, 1.0, b)
         fp, sp = (1 - q) * f0 + q * f1, (1 - q) * s0 + q * s1
-        ep = (1 - q) * e0 + q * e1 + 2 * _U
-        return Tails(fp, f0, sp, s0, ep, e0, ep, e0, gap)
+        # A sum of two nonnegative products (1 − q rounded too): 4u relative on top of the inputs' errors
+        # (exact 0 beyond the support stays exact).
+        ep = (1 - q) * e0 + q * e1
+        return Tails(fp, f0, sp, s0, ep + 4 * _U * fp, e0, ep + 4 * _U * sp, e0, gap)
 
     def add(ell, side=0):
         # L = −log(1 − q + q e^{ℓ₀(x)}) <= ℓ  ⇔  ℓ₀(x) >= m(−ℓ)  ⇔  x >= x* (all up to −ε₀, none past ε₀)
@@ -364,8 +370,9 @@ def subsampled_laplace(eps0: float, rate: float) -> list[Direction]:
         x = np.where(m <= -eps0, -np.inf, np.where(m > eps0, np.inf, x_of(m)))
         f0, s0, e0 = _laplace_cdf(x, 0.0, b)
         f1, s1, e1 = _laplace_cdf(x, 1.0, b)
-        eq = (1 - q) * e0 + q * e1 + 2 * _U
-        return Tails(s0, (1 - q) * s0 + q * s1, f0, (1 - q) * f0 + q * f1, e0, eq, e0, eq, gap)
+        fq, sq = (1 - q) * s0 + q * s1, (1 - q) * f0 + q * f1
+        eq = (1 - q) * e0 + q * e1
+        return Tails(s0, fq, f0, sq, e0, eq + 4 * _U * fq, e0, eq + 4 * _U * sq, gap)
 
     low = _laplace_threshold(eps0, q)
     return [
