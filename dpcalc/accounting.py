@@ -406,6 +406,15 @@ PLD_KINDS = (
 #: any reading, is that pair's, not a bound on the release.
 DOMINATING_KINDS = ("tgauss", "ragauss")
 
+
+def is_hull(p: Part) -> bool:
+    """Whether the PLD engine takes this part as the symmetrised hull C_q(f) of sampling without replacement
+    (a Gaussian or Laplace on a sample of m of n records, q < 1)."""
+    return p.rate < 1 and (
+        p.kind == "wgauss" or (p.kind == "pure" and p.scale > 0 and p.scheme == "without-replacement")
+    )
+
+
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without
 #: replacement, truncated Poisson, user level.
 PLD_ONLY_KINDS = ("wgauss", "tgauss", "ugauss")
@@ -426,15 +435,17 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None
     parts = group_parts(parts)
     kw = {} if width is None else {"rel": width, "abs_": width / 10}  # the engine's width, for every route
-    if len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss") and (parts[0].times == 1 or parts[0].rate >= 1):
+    one_run = len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss")
+    if one_run and (parts[0].times == 1 or parts[0].rate >= 1 or parts[0].kind == "wgauss"):
+        # The exact routes (one step, or every record sampled), and one run sampled without replacement
+        # (its lower end from datasets that realise it, see sgd.tight_interval).
         p = parts[0]
         sampling = "poisson" if p.kind == "sgauss" else "without-replacement"
         t = sgd.tight_interval(p.rate, p.sigma, p.times, delta, sampling, **kw)
         if not np.isfinite(t.upper[0]):
             return None
-        return Total(
-            str(t.method[0]), str(t.bound[0]), float(t.upper[0]), delta, epsilon_lower=float(t.lower[0]), met=True
-        )
+        low = float(t.lower[0]) if np.isfinite(t.lower[0]) else None
+        return Total(str(t.method[0]), str(t.bound[0]), float(t.upper[0]), delta, epsilon_lower=low, met=bool(t.met[0]))
     if delta < pld.MIN_DELTA:
         return None
     if len(parts) == 1 and parts[0].kind == "tgauss":
@@ -464,7 +475,15 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    lower = None if any(p.kind in DOMINATING_KINDS for p in parts) else float(ans.lower[0])
+    # A part sampled without replacement enters as its symmetrised hull: sound for the upper end, but over 2
+    # or more releases no pair of datasets is known to reach the hull's composition (sgd.tight_interval takes
+    # a realisable lower end for one such run alone); in a mixed total the lower end is not claimed.
+    if any(p.kind in DOMINATING_KINDS for p in parts) or (
+        any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2
+    ):
+        lower = None
+    else:
+        lower = float(ans.lower[0])
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
 

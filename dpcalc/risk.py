@@ -95,9 +95,12 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
         # μ rounded up (the safe side of every reading: advantage and TPR grow with μ, β falls).
         return Case(base, mu=_gauss_mu(parts), label=label)
     mechs = mechanisms(parts)
-    from dpcalc.accounting import DOMINATING_KINDS
+    from dpcalc.accounting import DOMINATING_KINDS, is_hull
 
     dominating = any(p.kind in DOMINATING_KINDS for p in parts)
+    # A hull of sampling without replacement over 2 or more releases: no pair of datasets is known to reach its
+    # composition, so, as for a dominating construction, only its safe end is a claim.
+    dominating = dominating or (any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2)
     return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=dominating)
 
 
@@ -233,4 +236,12 @@ def attack_bounds(rate, sigma, steps, fpr=None, sampling: str = "poisson", quick
                 lo.flat[i], hi.flat[i] = 1.0 - float(b_hi[0]), 1.0 - float(b_lo[0])
         except (MemoryError, ValueError, FloatingPointError, OverflowError):
             continue  # no claim: NaN
+    if sampling != "poisson":
+        # Over 2 or more steps no pair of datasets is known to reach the composed C_q hull; Poisson sampling's
+        # pairs at the same q, σ, T are realised by two datasets (see dpcalc.core.sgd.tight_interval), so the
+        # lower ends are Poisson's.
+        many = (t >= 2) & (q < 1)
+        if many.any():
+            p_lo, _ = attack_bounds(q[many], s[many], t[many], None if f is None else f[many], "poisson", quick)
+            lo[many] = np.minimum(p_lo, hi[many])
     return lo, hi

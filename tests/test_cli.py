@@ -176,8 +176,10 @@ def test_plan_sgd_without_replacement_is_pld_and_above_poisson():
     assert [r["method"] for r in wor["rows"]] == ["pld", "gdp-clt"]  # no RDP bound for it
     pois = json.loads(run(base).stdout)["rows"][0]
     w = wor["rows"][0]
-    assert w["epsilon_lower"] > pois["epsilon"]  # the substitution hull is less private than either direction
+    assert w["epsilon"] > pois["epsilon"]  # the substitution hull is less private than either direction
     assert w["epsilon"] == pytest.approx(3.069, abs=0.002)
+    # Its lower end is Poisson's (two datasets realise it under fixed-size batches), not the hull's.
+    assert w["epsilon_lower"] == pois["epsilon_lower"]
     assert wor["objects"][0]["parts"][0]["of"]["scheme"] == "without-replacement"
     assert any("substitution" in n for n in wor["notes"])
     r = run(base + " --sampling without-replacement --accountant rdp")
@@ -206,7 +208,7 @@ def test_without_replacement_never_drops_rows(monkeypatch):
     # Large ε (here about 2.5e6) is answered on a grid that moves with the loss range ...
     args = "plan-sgd --rate 0.5 --steps 1000000 --sigma 0.3 --delta 1e-5 --sampling without-replacement --json"
     (row,) = json.loads(run(args).stdout)["rows"]
-    assert 0 < row["epsilon_lower"] <= row["epsilon"] <= row["epsilon_lower"] * (1 + 1e-3)
+    assert 0 < row["epsilon_lower"] <= row["epsilon"] < 1e7  # the lower end Poisson's (realised), the hull above
     # ... and where the engine cannot answer, the command stops rather than print a partial table.
     from dpcalc.core import pld
 
@@ -248,7 +250,8 @@ def test_amplify_gaussian_schemes():
     assert one_w["epsilon_lower"] <= one_p["epsilon"] and one_p["epsilon_lower"] <= one_w["epsilon"]
     assert one_p["bound"] == "exact" and one_p["tightest"] and one_p["epsilon_width"] < 1e-12
     assert [r["method"] for r in doc["rows"] if r["tightest"]] == ["privacy-profile", "pld"] * 2
-    assert rows[("without-replacement", 10000, "pld")]["epsilon_lower"] > rows[("poisson", 10000, "pld")]["epsilon"]
+    w, p = rows[("without-replacement", 10000, "pld")], rows[("poisson", 10000, "pld")]
+    assert w["epsilon"] > p["epsilon"] and w["epsilon_lower"] == p["epsilon_lower"]
     r = run("amplify gaussian --sigma 1 --rate 0.01 --orders 2,4 --scheme without-replacement")
     assert r.exit_code == 2 and "--orders" in r.stderr
 

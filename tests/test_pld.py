@@ -280,13 +280,31 @@ def test_wor_composition_below_the_hulls_rdp_and_above_poisson(q, s, t, d):
     remove, add = pld.subsampled_gaussian(q, s)
     eps_grid = np.linspace(0.0, 30.0, 3001)
     assert np.all(_hockey(remove, eps_grid) >= _hockey(add, eps_grid) - 1e-15)  # premise of the quadrature
-    lo, up = sgd.pld_interval(q, s, t, d, "without-replacement")
+    hull = pld.epsilon([(pld.sampled_wor_gaussian(q, s), t)], d)  # the hull's own composition
+    lo, up = hull.lower[0], hull.upper[0]
     rdp = _hull_rdp_epsilon(q, s, t, d)
-    assert lo[0] <= up[0] <= rdp * (1 + 1e-9)
-    assert up[0] - lo[0] <= max(1e-3 * up[0], 1e-4) * (1 + 1e-9)
+    assert lo <= up <= rdp * (1 + 1e-9)
+    assert up - lo <= max(1e-3 * up, 1e-4) * (1 + 1e-9)
     # The hull is less private than either Poisson direction: composing those separately would under-report.
     p_lo, p_up = sgd.pld_interval(q, s, t, d)
-    assert lo[0] > p_up[0]
+    assert lo > p_up[0]
+    # What is claimed for the mechanism: the hull's upper end, and Poisson's lower end (realised by two
+    # datasets under fixed-size batches), not the hull's lower end (no pair is known to reach it).
+    w = sgd.tight_interval(q, s, t, d, "without-replacement")
+    assert w.upper[0] == up and w.lower[0] == p_lo[0] and not w.met[0]
+
+
+def test_a_total_with_a_hull_part_claims_no_lower_end():
+    from dpcalc.accounting import Part, pld_total
+
+    w = Part("wgauss", 100, rate=0.01, sigma=1.1)
+    one = pld_total([w], 1e-5)  # one run: Poisson's lower end, the hull's upper end
+    p_lo, p_up = sgd.pld_interval(0.01, 1.1, 100, 1e-5)
+    assert one.epsilon_lower == p_lo[0] and one.epsilon > p_up[0] and not one.met
+    mixed = pld_total([w, Part("gauss", 3, mu=0.2)], 1e-5)
+    assert mixed.epsilon_lower is None and mixed.epsilon > one.epsilon
+    single = pld_total([Part("wgauss", 1, rate=0.01, sigma=1.1)], 1e-5)  # one step: exact, both pairs realised
+    assert single.epsilon_lower is not None and single.epsilon - single.epsilon_lower < 1e-9
 
 
 def test_wor_full_batch_is_the_plain_gaussian():

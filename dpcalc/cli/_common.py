@@ -249,12 +249,23 @@ def width_target(upper):
     return np.maximum(rel * np.asarray(upper, float), abs_)
 
 
-def width_warnings(labels, lower, upper, met) -> list[str]:
+#: Why a without-replacement interval over 2 or more steps is wide (see :func:`dpcalc.core.sgd.tight_interval`).
+WOR_WIDE = (
+    "the lower end is Poisson sampling's, which two datasets realise, and the upper end composes the C_q hull, "
+    "which none is known to reach"
+)
+
+
+def width_warnings(labels, lower, upper, met, why: str | None = None) -> list[str]:
     """One warning naming each row whose certified interval is wider than asked (at most five, then a count).
 
     ``labels`` names each row (e.g. "q=0.01, σ=1.1, T=10000, δ=1e-05"); ``met`` is the engine's own
-    verdict (it compares before the table's rounding).
+    verdict (it compares before the table's rounding); ``why`` what limits the width (default: the grid).
     """
+    why = why or (
+        "the finest grid that fits, round-off next to a tiny δ, or — sampling without replacement — the distance "
+        "between its realisable lower end and the hull it composes limits it"
+    )
     import numpy as np
 
     from dpcalc.render import format_number
@@ -265,9 +276,7 @@ def width_warnings(labels, lower, upper, met) -> list[str]:
     out = [
         f"the certified interval for {labels[i]} is [{format_number(float(lo[i]), 'down')}, "
         f"{format_number(float(up[i]), 'up')}], wider than asked "
-        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: the finest grid that fits, or round-off next to a tiny δ, "
-        "limits it); both ends are still "
-        "certified bounds."
+        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: {why}); both ends are still certified bounds."
         for i in wide[:5]
     ]
     if len(wide) > 5:

@@ -45,7 +45,9 @@ def first_note(scheme: str) -> str:
         "poisson": "Poisson sampling, add/remove neighbours; σ is the noise multiplier (sensitivity 1).",
         "without-replacement": "Sampling B of N without replacement, substitution neighbours (Dong, Roth & Su "
         "2022, Thm 4.2); σ is the noise std over the substitution sensitivity (for a sum of gradients clipped to C "
-        "that is 2C).",
+        "that is 2C). Over 2 or more steps the upper end composes C_q(G_{1/σ}), which no pair of datasets is known "
+        "to reach; the lower end is Poisson sampling's at the same q, σ, T, which two datasets realise (every "
+        "record alike, one changed), so the interval is as wide as the two are apart.",
         "truncated-poisson": "Truncated Poisson sampling: each record joins a batch with probability q = B/N, and a "
         "batch of more than B_max records is cut to B_max chosen at random; add/remove neighbours; σ is the noise "
         "multiplier (sensitivity 1).",

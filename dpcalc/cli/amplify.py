@@ -247,7 +247,7 @@ def gaussian(
         if accountant != "rdp" or not poisson:
             tight = sgd.tight_interval(q, s_, t, d, sch, **c.pld_kw())
             lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
-            warnings += c.width_warnings(lab, tight.lower, tight.upper, tight.met)
+            warnings += c.width_warnings(lab, tight.lower, tight.upper, tight.met, None if poisson else c.WOR_WIDE)
         else:
             tight = None
         sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)
@@ -346,7 +346,9 @@ def gaussian(
     notes = {
         "poisson": "poisson: Poisson sampling, add/remove neighbours, sensitivity 1 (σ is the noise multiplier).",
         "without-replacement": "without-replacement: m of n records, q = m/n, substitution neighbours; σ is the "
-        "noise std over the substitution sensitivity (for a sum of gradients clipped to C that is 2C).",
+        "noise std over the substitution sensitivity (for a sum of gradients clipped to C that is 2C). Over 2 or "
+        "more steps its ε ≥ is Poisson sampling's, which two datasets realise (every record alike, one changed); "
+        "the upper end composes C_q(G_{1/σ}), which none is known to reach.",
     }
     return c.emit_rows(
         "amplify gaussian",

@@ -360,7 +360,8 @@ def plan_sgd(
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
             t = best.tight
             bracketed = t.method == sgd.BRACKET
-            warnings += c.width_warnings(labels, t.lower, t.upper, t.met | bracketed)
+            why = c.WOR_WIDE if sampling == "without-replacement" else None
+            warnings += c.width_warnings(labels, t.lower, t.upper, t.met | bracketed, why)
             if bracketed.any():
                 wide = int(np.sum(bracketed & ~t.met))
                 warnings.append(

@@ -206,11 +206,43 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         ok = idx[delta[idx] >= pld.MIN_DELTA]
         if ok.size:
             settle(key, ok[np.argsort(delta[ok], kind="stable")])
+    if sampling != "poisson" and not upper_only:
+        lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one, kw)
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
     return Tight(lo, up, method, bound, met)
+
+
+def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
+    """Lower ends of sampling without replacement over T >= 2 steps, from datasets that realise them.
+
+    The upper end composes the symmetrised hull C_q(G_{1/σ}) (Dong, Roth & Su): sound, but no pair of
+    datasets need reach its composition — per step the hull is the larger of two pairs' δ at each ε, and
+    which one changes with ε — so the hull's own lower end is no bound on the mechanism. Two datasets
+    that do realise a bound: every record at one value a, and its neighbour with one record at b, |a − b|
+    the substitution sensitivity. A fixed-size batch then sums to B·a, or, with the changed record in it
+    (probability q), one record's worth more: per step N(0, σ²) against (1 − q)N(0, σ²) + qN(1, σ²) —
+    Poisson sampling's add and remove pairs, each order realised. So the mechanism's ε is at least
+    Poisson sampling's at the same (q, σ, T), and Poisson's certified lower end is a lower end here (an
+    independent audit found composed hulls whose lower end no adaptive choice of those pairs reaches).
+    The interval is then as wide as the two constructions are apart; ``met`` says whether that is within
+    the width asked for."""
+    from .pld.engine import ABS_WIDTH, REL_WIDTH
+
+    lo = lo.copy()
+    met = met.copy()
+    idx = np.flatnonzero(rows & (steps >= 2) & np.isfinite(up))
+    lo[rows & (steps >= 2)] = np.nan
+    if idx.size:
+        p = tight_interval(q[idx], sigma[idx], steps[idx], delta[idx], "poisson", **kw)
+        # (Where Poisson's engine cannot answer, ε >= 0 is all that is claimed.)
+        lo[idx] = np.minimum(np.where(np.isfinite(p.lower), p.lower, 0.0), up[idx])
+        rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+        with np.errstate(invalid="ignore"):
+            met[idx] = up[idx] - lo[idx] <= np.maximum(rel * up[idx], abs_) * (1 + 1e-9)
+    return lo, met
 
 
 #: Most step counts of one (q, σ) that :func:`tight_curve` composes; the others are bracketed.
