@@ -407,6 +407,20 @@ PLD_KINDS = (
 DOMINATING_KINDS = ("tgauss", "ragauss")
 
 
+def relation(p: Part) -> str | None:
+    """The neighbouring relation a part's construction is analysed under: "substitution" for sampling without
+    replacement, "add-remove" for Poisson-type sampling (Poisson, truncated Poisson, user level, balls-in-bins
+    with batches); None for mechanisms whose guarantee holds under whichever relation their sensitivity is
+    stated for."""
+    if p.kind in ("sgauss", "tgauss", "ugauss", "ragauss"):
+        return "add-remove" if p.rate < 1 or p.kind != "sgauss" else None
+    if p.kind == "wgauss":
+        return "substitution" if p.rate < 1 else None
+    if p.kind == "pure" and p.scale > 0 and p.rate < 1:
+        return "substitution" if p.scheme == "without-replacement" else "add-remove"
+    return None
+
+
 def is_hull(p: Part) -> bool:
     """Whether the PLD engine takes this part as the symmetrised hull C_q(f) of sampling without replacement
     (a Gaussian or Laplace on a sample of m of n records, q < 1)."""
@@ -506,6 +520,13 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
     """
     if not parts:
         raise ObjectError("nothing to compose")
+    relations = sorted({r for r in map(relation, parts) if r is not None})
+    if len(relations) > 1:
+        raise ObjectError(
+            "the parts are analysed under different neighbouring relations (add-remove: Poisson-type sampling; "
+            "substitution: sampling without replacement), and dpcalc makes no claim for their composition: account "
+            "them separately, or state every part under one relation"
+        )
     parts = group_parts(parts)
     totals: list[Total] = []
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
