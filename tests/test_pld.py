@@ -58,6 +58,18 @@ def test_few_bounded_releases_are_tight(e0, d0, k, dt):
     assert ans.met[0] and ans.upper[0] - ans.lower[0] <= 1e-6 * max(kov, 1.0)
 
 
+@pytest.mark.parametrize(
+    "e0, d0, k, dt", [(0.03664, 0.0, 38, 7.08e-12), (0.4543, 0.0, 2, 0.0755), (0.3674, 1e-6, 14, 1.53e-4)]
+)
+def test_bounded_releases_meet_the_width(e0, d0, k, dt):
+    # Were [1.2938, 1.3550], [0.6807, 0.8141], [4.8905, 4.9500]: the width missed (15 of 198 random
+    # (ε, δ) compositions). The first: a lower end of 0 must not centre the tilt at 0 (it would leave the
+    # upper end at the loss cap, 1.39232).
+    ans = pld.epsilon([(pld.dp(e0, d0), k)], dt)
+    kov = composition.optimal_homogeneous(e0, d0, k, dt)
+    assert ans.lower[0] - 1e-9 <= kov <= ans.upper[0] + 1e-9 and ans.met[0]
+
+
 def test_two_laplace_releases_at_a_large_delta_meet_the_width():
     # Was [1.595, 1.826] after 5.6 s (the same tilt as above); dp-accounting's fine PLDs bracket the truth.
     from dp_accounting.pld import privacy_loss_distribution as PLD

@@ -196,7 +196,8 @@ def _eps_dirs(
     for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
-        fb = None if cut is None else np.broadcast_to(np.asarray(cut, float), delta.shape)
+        # (A lower end of 0 or less says nothing about where the answer is: no fallback there.)
+        fb = None if cut is None else np.where(np.broadcast_to(np.asarray(cut, float), delta.shape) > 0, cut, np.nan)
         tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb)[0]
         for lam in np.unique(tilts):
             sel = tilts == lam
