@@ -71,6 +71,9 @@ class Part:
     #: A "pure" part that is a subsampled Laplace (scale > 0, rate < 1): "poisson" or
     #: "without-replacement". Other methods use its amplified ε; PLD uses the mechanism itself.
     scheme: str = "poisson"
+    #: The neighbouring relation the part's construction fixes where its kind does not say (a subsampled
+    #: (ε, δ) object flattened to an amplified dp part; an epoch scheme's Gaussians): see :func:`relation`.
+    neighbours: str | None = None
     #: Integer sensitivity Δ of a discrete Gaussian or discrete Laplace part (dgauss: σ in ``sigma``,
     #: ρ = Δ²/(2σ²) in ``rho``; dlaplace: t in ``scale``, ε = Δ/t in ``epsilon``).
     sensitivity: int = 1
@@ -133,8 +136,12 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
             )
         ]
     if isinstance(obj, Shuffled):  # one batch per epoch: E Gaussian mechanisms on the record, no amplification
-        # The parts keep the scheme: their GDP total is exact for the Gaussians, an upper bound for the scheme.
-        return [dataclasses.replace(q, scheme=obj.scheme) for q in flatten(obj.inner, times * obj.epochs, where)]
+        # The parts keep the scheme: their GDP total is exact for the Gaussians, an upper bound for the scheme
+        # (stated under substitution or zero-out neighbours).
+        return [
+            dataclasses.replace(q, scheme=obj.scheme, neighbours="substitution")
+            for q in flatten(obj.inner, times * obj.epochs, where)
+        ]
     if isinstance(obj, Subsampled):
         inner = obj.inner
         if obj.scheme == "truncated-poisson":
@@ -162,7 +169,8 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
             ]
         if isinstance(inner, DP):
             e, d = subsample(inner.epsilon, inner.delta, obj.rate)
-            return flatten(DP(float(e), float(d)), times, where)
+            rel = "substitution" if obj.scheme == "without-replacement" else "add-remove"
+            return [dataclasses.replace(q, neighbours=rel) for q in flatten(DP(float(e), float(d)), times, where)]
         raise ObjectError(f"{where}: subsampling of a {type_name(inner)} object is not supported")
     raise ObjectError(f"{where}: cannot compose a {type_name(obj)} object")
 
@@ -409,9 +417,12 @@ DOMINATING_KINDS = ("tgauss", "ragauss")
 
 def relation(p: Part) -> str | None:
     """The neighbouring relation a part's construction is analysed under: "substitution" for sampling without
-    replacement, "add-remove" for Poisson-type sampling (Poisson, truncated Poisson, user level, balls-in-bins
-    with batches); None for mechanisms whose guarantee holds under whichever relation their sensitivity is
-    stated for."""
+    replacement and for epoch schemes without amplification (shuffle, balls-in-bins without batches),
+    "add-remove" for Poisson-type sampling (Poisson, truncated Poisson, user level, balls-in-bins with
+    batches), for a subsampled (ε, δ) object the one of its scheme; None for a mechanism on its own, whose
+    guarantee holds under whichever relation its sensitivity is stated for."""
+    if p.neighbours is not None:
+        return p.neighbours
     if p.kind in ("sgauss", "tgauss", "ugauss", "ragauss"):
         return "add-remove" if p.rate < 1 or p.kind != "sgauss" else None
     if p.kind == "wgauss":
@@ -524,7 +535,8 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
     if len(relations) > 1:
         raise ObjectError(
             "the parts are analysed under different neighbouring relations (add-remove: Poisson-type sampling; "
-            "substitution: sampling without replacement), and dpcalc makes no claim for their composition: account "
+            "substitution: sampling without replacement, shuffled epochs), and dpcalc makes no claim for their "
+            "composition: account "
             "them separately, or state every part under one relation"
         )
     parts = group_parts(parts)

@@ -176,9 +176,10 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
         ]
     if any(c.dominating for c in cases):
         notes.append(
-            "A truncated-Poisson or balls-in-bins release is read on a pair that dominates it without being the "
-            "output of two datasets: its sound side is shown, its other end (β ≤, TPR ≥, adv. ≥) is not a bound "
-            "on the release and is left empty."
+            "A truncated-Poisson or balls-in-bins release, or one sampled without replacement over 2 or more steps, "
+            "is read on a construction that dominates it without being known to be the output of two datasets: "
+            "its sound side is shown, its other end (β ≤, TPR ≥, adv. ≥) is not a bound on the release and is "
+            "left empty."
         )
     if all(c.mu is not None for c in cases):  # exact rows only: no interval columns
         drop = {"beta_upper", "tpr_lower", "advantage_lower"}
@@ -202,7 +203,9 @@ def sgd_mechanisms(rate: float, sigma: float, steps: int, sampling: str = "poiss
         # μ = √T/σ rounded up: the readings are upper bounds (advantage, TPR) and grow with μ.
         return Case({}, mu=float(gaussian_mu(float(steps), float(sigma))[1]))
     step = pld.subsampled_gaussian(rate, sigma) if sampling == "poisson" else pld.sampled_wor_gaussian(rate, sigma)
-    return Case({}, mechs=[(step, int(steps))])
+    # Sampled without replacement over 2 or more steps: the C_q hull's composition is not known to be reached
+    # by two datasets, so only its safe side is read (see dpcalc.core.sgd.tight_interval).
+    return Case({}, mechs=[(step, int(steps))], dominating=sampling != "poisson" and int(steps) >= 2)
 
 
 def attack_bounds(rate, sigma, steps, fpr=None, sampling: str = "poisson", quick: bool = False):

@@ -201,6 +201,18 @@ def test_parts_under_different_relations_are_not_composed():
         assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
         assert "different neighbouring relations" in r.stderr
     assert run("compose --delta 1e-5", wor + "\n" + wor + "\n").exit_code == 0  # one relation: answered
+    # The same through other objects that fix a relation: a subsampled (ε, δ) object without replacement (it
+    # flattens to an amplified (ε, δ) part), and shuffled epochs (substitution or zero-out), each piped with a
+    # Poisson run (found in review: both printed certified totals).
+    sdp = (
+        '{"type":"subsampled","rate":0.05,"scheme":"without-replacement",'
+        '"inner":{"type":"dp","epsilon":1,"delta":1e-7}}'
+    )
+    shuf = '{"type":"shuffled","scheme":"shuffle","epochs":3,"inner":{"type":"gaussian","sigma":1}}'
+    for other in (sdp, shuf):
+        r = run("compose --delta 1e-5", other + "\n" + poi + "\n")
+        assert r.exit_code == 2 and "different neighbouring relations" in r.stderr, r.stderr
+    assert run("compose --delta 1e-5", shuf + "\n" + wor + "\n").exit_code == 0  # both substitution
 
 
 def test_a_byte_order_mark_is_accepted_and_latin1_is_named():
