@@ -198,6 +198,7 @@ def _key(p: Part) -> tuple:
         p.orders,
         p.values,
         p.scheme,
+        p.neighbours or "",
         p.sensitivity,
         p.k,
         p.size,
@@ -214,11 +215,12 @@ def group_parts(parts: Iterable[Part]) -> list[Part]:
     the order of the input, so neither does any total computed from it: the same
     releases give the same digits however they are listed or grouped.
     """
-    counts: dict[tuple, int] = {}
+    counts: dict[tuple, tuple[Part, int]] = {}
     for p in parts:
         k = _key(p)
-        counts[k] = counts.get(k, 0) + p.times
-    return [Part(k[0], t, *k[1:]) for k, t in sorted(counts.items(), key=lambda kt: kt[0])]
+        first, t = counts.get(k, (p, 0))
+        counts[k] = (first, t + p.times)
+    return [dataclasses.replace(first, times=t) for _, (first, t) in sorted(counts.items(), key=lambda kv: kv[0])]
 
 
 #: Largest number of elements one broadcast block of :class:`_RDPSum` holds (8 MiB of float64).
@@ -421,7 +423,7 @@ def relation(p: Part) -> str | None:
     "add-remove" for Poisson-type sampling (Poisson, truncated Poisson, user level, balls-in-bins with
     batches), for a subsampled (ε, δ) object the one of its scheme; None for a mechanism on its own, whose
     guarantee holds under whichever relation its sensitivity is stated for."""
-    if p.neighbours is not None:
+    if p.neighbours:
         return p.neighbours
     if p.kind in ("sgauss", "tgauss", "ugauss", "ragauss"):
         return "add-remove" if p.rate < 1 or p.kind != "sgauss" else None
