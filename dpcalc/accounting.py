@@ -442,6 +442,15 @@ def is_hull(p: Part) -> bool:
     )
 
 
+def safe_side_only(parts: Sequence[Part]) -> bool:
+    """Whether only the safe end of a PLD reading of these parts is a claim: a dominating construction
+    (:data:`DOMINATING_KINDS`), or a hull of sampling without replacement (:func:`is_hull`) in 2 or more
+    releases — no pair of datasets is known to reach the hull's composition."""
+    return any(p.kind in DOMINATING_KINDS for p in parts) or (
+        any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2
+    )
+
+
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without
 #: replacement, truncated Poisson, user level.
 PLD_ONLY_KINDS = ("wgauss", "tgauss", "ugauss")
@@ -502,15 +511,8 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None  # beyond what the PLD grid can represent; the other methods answer
     if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
         return None
-    # A part sampled without replacement enters as its symmetrised hull: sound for the upper end, but over 2
-    # or more releases no pair of datasets is known to reach the hull's composition (sgd.tight_interval takes
-    # a realisable lower end for one such run alone); in a mixed total the lower end is not claimed.
-    if any(p.kind in DOMINATING_KINDS for p in parts) or (
-        any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2
-    ):
-        lower = None
-    else:
-        lower = float(ans.lower[0])
+    # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
+    lower = None if safe_side_only(parts) else float(ans.lower[0])
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
 
@@ -538,8 +540,7 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         raise ObjectError(
             "the parts are analysed under different neighbouring relations (add-remove: Poisson-type sampling; "
             "substitution: sampling without replacement, shuffled epochs), and dpcalc makes no claim for their "
-            "composition: account "
-            "them separately, or state every part under one relation"
+            "composition: account them separately, or state every part under one relation"
         )
     parts = group_parts(parts)
     totals: list[Total] = []

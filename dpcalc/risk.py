@@ -95,13 +95,9 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
         # μ rounded up (the safe side of every reading: advantage and TPR grow with μ, β falls).
         return Case(base, mu=_gauss_mu(parts), label=label)
     mechs = mechanisms(parts)
-    from dpcalc.accounting import DOMINATING_KINDS, is_hull
+    from dpcalc.accounting import safe_side_only
 
-    dominating = any(p.kind in DOMINATING_KINDS for p in parts)
-    # A hull of sampling without replacement over 2 or more releases: no pair of datasets is known to reach its
-    # composition, so, as for a dominating construction, only its safe end is a claim.
-    dominating = dominating or (any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2)
-    return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=dominating)
+    return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=safe_side_only(parts))
 
 
 def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dict], list[str]]:

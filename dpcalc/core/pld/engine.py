@@ -533,9 +533,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     them, they are the answer's lower end and the engine's own is not
     computed; otherwise the engine proceeds as without them.
     """
-    delta = np.atleast_1d(np.asarray(delta, float))
-    if np.any(delta < MIN_DELTA) or np.any(delta >= 1):
-        raise ValueError(f"the PLD engine answers for δ in [{MIN_DELTA:g}, 1)")
+    delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon, the only caller)
     ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
     if h0 is None:
         guess = _first_guess(mechs, delta, ladder)
