@@ -31,7 +31,8 @@ stage:
   ε asked about, so the transforms' round-off stays small next to the masses
   δ reads), on a window sized by Chernoff bounds; for reads far out in the
   tilted tail the steps' transforms run in long double — by :mod:`.spectrum`
-  only at the low frequencies where the power needs it, from block moments.
+  only at the low frequencies where the power needs it, from block moments;
+  where no tilt centres the reads (a heavy upper tail at tiny δ), every stage.
 * :mod:`.query` — δ at ε and ε at δ from suffix sums taken relative to their
   own losses (nothing over- or underflows at ε in the thousands), each read
   checked against the curve it bounds.

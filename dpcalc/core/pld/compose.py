@@ -30,12 +30,17 @@ __all__ = [
     "int_power",
     "compose",
     "MAX_GRID",
+    "FULL",
 ]
 
 #: Largest grid (points) for one composition; beyond it the engine takes a coarser grid (MemoryError).
 MAX_GRID = 1 << 22
 
 _U = float(np.finfo(float).eps)
+
+#: ``compose(extended=FULL)``: every stage in long double (see :func:`compose`); 1 (True) is the
+#: steps' transforms only.
+FULL = 2
 
 
 @dataclass(frozen=True)
@@ -332,7 +337,7 @@ def compose(
     cut: float | None = None,
     cut_eta: float = 1e-18,
     upper: bool = True,
-    extended: bool = False,
+    extended: int = 0,
 ) -> Composed:
     """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
 
@@ -370,11 +375,16 @@ def compose(
     # per entry, relative u·(|log p| + |λℓ| + |lw| + |lw − max| + 2) (the logarithm, product and
     # sum forming lw, the shift, exp, the division), carried as an error vector (its L1 norm) into the
     # round-off bound; and in G, u·(|max| + |log s| + 2) per step, carried as a relative error of δ
-    # (g_rel). ``extended``: the tilt and each step's transform in long double (u ≈ 1.1e-19 on x86),
+    # (g_rel). ``extended`` (1): the tilt and each step's transform in long double (u ≈ 1.1e-19 on x86),
     # the spectrum then rounded to double — a relative error, which the T-th power turns into a
     # relative error of the composition rather than an absolute one — for reads far out in the
-    # tilted tail, where the double-precision bound would swamp δ. (Where long double is double,
-    # nothing changes but the time.)
+    # tilted tail, where the double-precision bound would swamp δ. ``extended`` 2 (FULL): the powers,
+    # products and inverse transform in long double too, the composed masses rounded to double at
+    # the end (u/2 of each, in the round-off bound) — for a tilt that cannot centre the composition
+    # where δ is read (a heavy upper tail: δ = 1e-12 from the far tail of one sampled step, the
+    # tilted bulk still at 0), where even that bound is a visible share of δ. (Where long double is
+    # double, nothing changes but the time.)
+    full = extended == FULL
     dtype = np.longdouble if extended else np.float64
     u_c = float(np.finfo(dtype).eps)
     tilted = []
@@ -431,7 +441,7 @@ def compose(
         # Long double only where the power needs it (the low frequencies, see .spectrum) where that
         # applies; else the whole transform.
         band = None
-        if extended and d.p.size <= n and pos.size:
+        if extended and not full and d.p.size <= n and pos.size:
             band = low_band_rfft(idx, w, n, t, d.p.size, int((d.k0 + pos[0]) % n))
         if band is not None:
             f, b, absf = band
@@ -444,7 +454,9 @@ def compose(
                 np.add.at(x, idx, w)
             f = sfft.rfft(x)
             b = kappa * float(np.sum(w)) * (1 + 1e-6) + err
-            if extended:
+            if full:  # kept in long double; its moduli in double, rounded up (the bound's c >= |F|)
+                absf = np.abs(f).astype(np.float64) * (1 + 2 * _U)
+            elif extended:
                 f = f.astype(np.complex128)
                 absf = np.abs(f)
                 b = b + 2 * _U * absf  # rounding the spectrum to double
@@ -467,7 +479,11 @@ def compose(
     move_mean = sum(t * d.move_mean for d, t in parts)
     move_var = sum(t * d.move_var for d, t in parts)
     move_b = max(d.move_mean for d, _ in parts)
-    roundoff = roundoff_l2(n, spectra, float(np.sqrt(np.sum(np.square(out)))), _U)
+    out_norm = float(np.sqrt(np.sum(np.square(out))))
+    if full:  # powers, products and the inverse in long double; then each mass rounded to double
+        roundoff = roundoff_l2(n, spectra, out_norm, u_c) + _U * out_norm
+    else:
+        roundoff = roundoff_l2(n, spectra, out_norm, _U)
     start = k_lo - shift
     p = np.maximum(np.roll(out, -(start % n)), 0.0).astype(np.float64)  # out[(start + i) mod n]
     p_inf = float(-np.expm1(log_keep))

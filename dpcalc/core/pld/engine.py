@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import discretise as D
-from .compose import MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
+from .compose import FULL, MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import lower_shift
 from .fold import FOLD_FROM, fold, foldable
@@ -53,6 +53,9 @@ QUICK_GRID = 1 << 20
 #: either way; long double only narrows it).
 NOISE_LIMIT = 1e-5
 NOISE_WIDTH = 0.005
+#: ... and every stage of it in long double where the round-off still moves ε by this share of the width
+#: (see :func:`_eps_dirs`).
+FULL_SHARE = 0.1
 
 #: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail dropped
 #: (1e-9·δ/T), so that they move δ by a small fraction of itself even where a single step's heavy tail
@@ -220,9 +223,9 @@ def _eps_dirs(
             if quick:
                 kw["max_size"] = QUICK_GRID
             # After one composition of this answer needed long double (same δ, other grid or side),
-            # the others go straight to it.
+            # the others go straight to that level (1: the steps' transforms; FULL: every stage).
             ext_key = "extended"
-            direct = bool(not quick and _EXTENDED and stats is not None and stats.get(ext_key))
+            direct = int(stats.get(ext_key, 0)) if (not quick and _EXTENDED and stats is not None) else 0
             cp = compose(parts, **kw, extended=direct)
             if stats is not None:
                 stats["top"] = max(stats.get("top", -np.inf), (cp.k0 + cp.p.size + cp.c) * h)
@@ -231,14 +234,25 @@ def _eps_dirs(
             # Relative round-off in δ of r moves ε by about r/λ (log δ falls with slope about λ there):
             # below NOISE_WIDTH of the width asked for, long double would not change the answer.
             limit = max(NOISE_LIMIT, NOISE_WIDTH * width * float(lam))
-            if not (quick or direct) and _EXTENDED and np.any(reader.noise(eps[np.isfinite(eps)]) > limit):
-                # The double-precision round-off bound is a visible part of δ there (reads far out in
-                # the tilted tail: tiny δ, many steps): the same composition in long double.
-                cp = compose(parts, **kw, extended=True)
+            for level in (1, FULL):
+                if quick or direct >= level or not _EXTENDED:
+                    continue
+                r = reader.noise(eps[np.isfinite(eps)])
+                # The round-off bound is a visible part of δ there (reads far out in the tilted tail:
+                # tiny δ, many steps): the same composition with the steps' transforms in long double.
+                # Where that still leaves it a share of δ that moves ε by FULL_SHARE of the width or more
+                # (a tilt that cannot centre the composition at the reads: a heavy upper tail), with
+                # every stage in long double (about 3× the transforms' time). (A noise ratio of 1 or more
+                # is a read where the curve's own value is negligible: there precision does not help.)
+                if level == 1 and not np.any(r > limit):
+                    break
+                if level == FULL and not np.any((r < 1.0) & (r > FULL_SHARE * width * float(lam))):
+                    break
+                cp = compose(parts, **kw, extended=level)
                 reader = Reader(cp)
                 eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
                 if stats is not None:
-                    stats[ext_key] = True
+                    stats[ext_key] = level
             best[sel] = np.maximum(best[sel], eps)
         out[k] = best
     return out
