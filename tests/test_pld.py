@@ -484,6 +484,18 @@ def test_heavy_tail_tiny_delta_meets_the_width():
     assert ans.upper[0] - ans.lower[0] <= 1e-3 * ans.upper[0]
 
 
+def test_heavy_tail_judges_round_off_by_the_width_of_the_answer():
+    # q = 1.88e-5, σ = 0.698, 1064 steps, δ = 2.09e-9: Chernoff's guess (1.07) is 19× the answer (0.057),
+    # so round-off judged against a width from it (1.07e-3) kept compositions at the steps' long double:
+    # [0.056811, 0.056928], the width (1e-4) missed. Judged against the width of the certified ends, the
+    # whole-long-double compositions follow: [0.056822, 0.056917] (dp-accounting's pessimistic PLD at 2e-6:
+    # 0.0569162).
+    ans = pld.epsilon([(pld.subsampled_gaussian(1.88e-5, 0.698), 1064)], 2.09e-9)
+    assert ans.met[0]
+    assert ans.upper[0] - ans.lower[0] <= 1e-4
+    assert ans.lower[0] <= 0.0569162
+
+
 # --- Laplace noise under subsampling ------------------------------------------------------------
 
 

@@ -246,7 +246,8 @@ def _eps_dirs(
                 # is a read where the curve's own value is negligible: there precision does not help.)
                 if level == 1 and not np.any(r > limit):
                     break
-                if level == FULL and not np.any((r < 1.0) & (r > FULL_SHARE * width * float(lam))):
+                w_now = float(stats.get("target", width)) if stats is not None else width
+                if level == FULL and not np.any((r < 1.0) & (r > FULL_SHARE * w_now * float(lam))):
                     break
                 cp = compose(parts, **kw, extended=level)
                 reader = Reader(cp)
@@ -610,6 +611,9 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     def cut():
         return np.nanmax(lo_dir, axis=0)
 
+    # The width asked for, from the certified lower end (the Chernoff guess behind stats["width"] can be
+    # many times the answer where one step's tail makes ε): for the whole-long-double choice in _eps_dirs.
+    stats["target"] = float(np.min(np.maximum(rel * np.where(np.isfinite(cut()), cut(), 0.0), abs_)))
     # Directions whose estimate is far below the lower end take their first upper bound on its grid.
     stats["far_h"] = h_lo
     stats["far_below"] = cut() - 2 * np.maximum(rel * cut(), abs_)
@@ -671,6 +675,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
         up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
         if np.all(up - lo <= target(up)):
             break
+        stats["target"] = float(np.min(target(up)))
         sides = [k for k in ("lower", "upper") if k not in stuck]
         if not sides:
             break
