@@ -484,6 +484,17 @@ def test_heavy_tail_tiny_delta_meets_the_width():
     assert ans.upper[0] - ans.lower[0] <= 1e-3 * ans.upper[0]
 
 
+def test_missed_width_is_answered_again_with_coarser_tails():
+    # q = 4.39e-6, σ = 0.774, 4064 steps, δ = 1.49e-12: grids reaching a 1e-9·δ tail let the tilt weigh one
+    # step's far tail above the whole composition; every grid gave [0.02658, 0.02699] (width 4e-4, 1e-4
+    # asked). Computed again with the tails cut at 1e-5·δ and the two certified intervals intersected:
+    # [0.026769, 0.026840].
+    ans = pld.epsilon([(pld.subsampled_gaussian(4.39e-6, 0.774), 4064)], 1.49e-12)
+    assert ans.met[0]
+    assert ans.upper[0] - ans.lower[0] <= 1e-4
+    assert 0.02658 <= ans.lower[0] and ans.upper[0] <= 0.02699
+
+
 def test_heavy_tail_judges_round_off_by_the_width_of_the_answer():
     # q = 1.88e-5, σ = 0.698, 1064 steps, δ = 2.09e-9: Chernoff's guess (1.07) is 19× the answer (0.057),
     # so round-off judged against a width from it (1.07e-3) kept compositions at the steps' long double:

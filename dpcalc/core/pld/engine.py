@@ -57,9 +57,10 @@ NOISE_WIDTH = 0.005
 #: (see :func:`_eps_dirs`).
 FULL_SHARE = 0.1
 
-#: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail dropped
-#: (1e-9·δ/T), so that they move δ by a small fraction of itself even where a single step's heavy tail
-#: makes ε (round-off and the other allowances are kept to NOISE_LIMIT·δ and 1e-9·δ).
+#: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail at TAIL_SHARE
+#: (1e-9·δ/T, whatever share the answer's grids take), so that they move δ by a small fraction of itself
+#: even where a single step's heavy tail makes ε (round-off and the other allowances are kept to
+#: NOISE_LIMIT·δ and 1e-9·δ).
 FINE_TAIL_BUDGET = 1e6
 
 #: Whether long double is wider than double here (x86: 64-bit mantissa); elsewhere there is no retry.
@@ -90,18 +91,33 @@ def _pow2_at_most(x: float) -> float:
     return float(2.0 ** np.floor(np.log2(max(x, 1e-300))))
 
 
-def _tail_for(mechs, delta_min: float) -> float:
-    """Per-step P-mass left outside the grid: at most 1e-9·δ in total over all steps."""
+#: The steps' P-mass beyond their grids (sent to +∞ by an upper end, dropped by a lower one): at most this
+#: share of δ over all steps ...
+TAIL_SHARE = 1e-9
+#: ... and where an answer misses its width, it is computed again with this share (and the two intervals,
+#: both certified, intersected): where one step's heavy upper tail makes ε (small q, small σ, tiny δ), a
+#: grid reaching a 1e-9·δ tail lets the tilt that the answer needs (λ ≈ 28 at δ = 1.8e-12) weigh that
+#: far tail above the whole composition, and the reads drown in round-off (q = 4.39e-6, σ = 0.774, 4064
+#: steps, δ = 1.49e-12: [0.02658, 0.02699], then with this share [0.026769, 0.026840]). (1e-5·δ moves ε by
+#: about 1e-5/λ: under 1 % of the width asked for wherever λ·width >= 1e-3 — λ, the slope of log δ(ε), is
+#: about log(1/δ)/ε or more. Where the first answer meets the width, it stands as it was.)
+RETRY_TAIL_SHARE = 1e-5
+
+
+def _tail_for(mechs, delta_min: float, share: float | None = None) -> float:
+    """Per-step P-mass left outside the grid: at most ``share`` (default TAIL_SHARE) of δ over all steps."""
     total = sum(t for _, t in mechs)
-    return float(min(max(1e-9 * delta_min / max(total, 1), 1e-300), 1e-12))
+    share = TAIL_SHARE if share is None else share
+    return float(min(max(share * delta_min / max(total, 1), 1e-300), 1e-12))
 
 
 def _discretised(
-    mechs, h: float, kind: str, tail: float, dirs=None, widest=None, fine_tails: bool = False, width: float = 0.0
+    mechs, h: float, kind: str, tail: float, dirs=None, widest=None, fine_tails: float = 0.0, width: float = 0.0
 ):
     """Per direction k (all, or those in ``dirs``), the discretised parts: direction k of every
-    mechanism (symmetric ones serve every direction). ``fine_tails``: an upper discretisation whose
-    sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET·``tail`` (see :func:`node_edges`).
+    mechanism (symmetric ones serve every direction). ``fine_tails`` (a per-step tail; 0: off): an upper
+    discretisation whose sparse tail bins keep their P-mass·4^k below FINE_TAIL_BUDGET times it (see
+    :func:`node_edges`).
 
     A two-atom step released k >= 2 times is composed exactly first (:func:`.fold.fold`) and enters
     as one step; a lower end may use a step's :attr:`~.mechanisms.Direction.dominated` two-atom
@@ -127,7 +143,7 @@ def _discretised(
     return out
 
 
-def _one_part(d, t: int, total: int, h: float, kind: str, tail: float, w: float, fine_tails: bool, width: float):
+def _one_part(d, t: int, total: int, h: float, kind: str, tail: float, w: float, fine_tails: float, width: float):
     """(discretised step, times) for ``t`` releases of direction ``d`` (see :func:`_discretised`)."""
     src = d
     if kind == "lower" and d.dominated is not None and t >= D.FIT_FROM:
@@ -142,9 +158,10 @@ def _one_part(d, t: int, total: int, h: float, kind: str, tail: float, w: float,
     return _discretise_one(d, h, kind, tail, w, fine_tails, width, total), t
 
 
-def _discretise_one(d, h: float, kind: str, tail: float, w: float, fine_tails: bool, width: float, total: int):
+def _discretise_one(d, h: float, kind: str, tail: float, w: float, fine_tails: float, width: float, total: int):
     if kind == "upper":
-        return discretise_upper(d, h, tail, w, min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * tail) if fine_tails else None)
+        fine = min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * fine_tails) if fine_tails else None
+        return discretise_upper(d, h, tail, w, fine)
     return discretise_lower(d, h, tail, times=total, widest=w, enough=width / (4 * h))
 
 
@@ -194,9 +211,11 @@ def _eps_dirs(
     sign = 1.0 if kind == "upper" else -1.0
     n_dir = max(len(m) for m, _ in mechs)
     out = np.full((n_dir, delta.size), np.nan)
-    tail = _tail_for(mechs, float(delta.min()))
+    share = stats.get("tail_share") if stats is not None else None
+    tail = _tail_for(mechs, float(delta.min()), share)
+    fine = 0.0 if quick else _tail_for(mechs, float(delta.min()))
     width = float(stats.get("width", 0.0)) if stats is not None else 0.0
-    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=not quick, width=width):
+    for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=fine, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
         # (A lower end of 0 or less says nothing about where the answer is: no fallback there.)
@@ -443,7 +462,7 @@ def _log_mgf_estimate(d, ts: np.ndarray, tail: float, cache: dict | None = None)
         return np.logaddexp(a, rest)
 
 
-def _first_guess(mechs, delta, cache: dict | None = None) -> np.ndarray:
+def _first_guess(mechs, delta, cache: dict | None = None, share: float | None = None) -> np.ndarray:
     """A rough ε: the Chernoff bound min_t (Σ T·log E[e^{tL}] − log δ)/t from :func:`_log_mgf_estimate`,
     on tilts that are powers of 2 over the composed spread — to size the width target and the work
     (no claim is made from it)."""
@@ -451,7 +470,7 @@ def _first_guess(mechs, delta, cache: dict | None = None) -> np.ndarray:
     ts = 2.0 ** (np.arange(-24, 25, dtype=float) / 2) / max(float(np.sqrt(var)), 1e-12)
     n_dir = max(len(m) for m, _ in mechs)
     ld = np.log(np.atleast_1d(np.asarray(delta, float)))
-    tail = _tail_for(mechs, float(np.exp(ld.min())))
+    tail = _tail_for(mechs, float(np.exp(ld.min())), share)
     out = np.zeros(ld.shape)
     per_dir = []
     for k in range(n_dir):
@@ -514,6 +533,32 @@ def _infinite_at(mechs, delta) -> np.ndarray:
 
 
 def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint) -> Answer:
+    """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
+    those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
+    intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
+    a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
+    miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+    if upper_only or h0 is not None or not miss.any():
+        return a
+    hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[miss]
+    try:
+        b = _once(mechs, delta[miss], rel, abs_, h0, False, fine_upper, hint, tail_share=RETRY_TAIL_SHARE)
+    except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+        return a  # the first answer stands
+    lo, up = a.lower.copy(), a.upper.copy()
+    with np.errstate(invalid="ignore"):
+        lo[miss] = np.fmax(lo[miss], b.lower)
+        up[miss] = np.fmin(up[miss], b.upper)
+        bad = lo > up * (1 + 1e-12) + 1e-300  # one of the four ends is false: none is reported
+    lo, up = np.where(bad, np.nan, lo), np.where(bad, np.nan, up)
+    lo = np.minimum(lo, up)
+    met = (up - lo) <= np.maximum(rel * up, abs_) * (1 + 1e-9)
+    return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
+
+
+def _once(
+    mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint, tail_share=None
+) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
     ``mechs`` is a list of (directions, times). The width target comes from
@@ -551,7 +596,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon, the only caller)
     ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
     if h0 is None:
-        guess = _first_guess(mechs, delta, ladder)
+        guess = _first_guess(mechs, delta, ladder, tail_share)
         width = float(np.min(np.maximum(rel * guess, abs_)))
         h0 = initial_h(mechs, width, float(delta.min()), ladder)
         narrow = min(_step_std(d, ladder) for m, _ in mechs for d in m)
@@ -576,6 +621,8 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     # finer grid — where they are at most the absolute width, [0, upper] is the answer and no lower
     # end is needed. Otherwise they are kept (sound) and the lower end follows as usual.
     stats: dict = {"narrow": narrow, "width": width}  # shared by this answer's compositions (see _eps_dirs)
+    if tail_share is not None:
+        stats["tail_share"] = tail_share
     if "guess_dir" in ladder:
         stats["guess_dir"] = ladder["guess_dir"]
     early = None
