@@ -328,6 +328,15 @@ def test_wor_full_batch_is_the_plain_gaussian():
 # --- floating-point round-off of the FFT composition, against extended precision -----------------
 
 
+def _tilted_longdouble(d, lam):
+    """A step's nonzero positions and its tilted, normalised weights, formed in long double as C.compose forms them."""
+    pos = d.nonzero_index()
+    ell = ((d.k0 + pos + d.c) * d.h).astype(np.longdouble)
+    lw = np.log(d.p[pos].astype(np.longdouble)) + np.longdouble(lam) * ell
+    w = np.exp(lw - lw.max())
+    return pos, w / w.sum()
+
+
 def _compose_longdouble(parts, cp):
     """The same tilted composition as C.compose on the same window, in numpy's extended precision."""
     from scipy import fft as sfft
@@ -337,12 +346,7 @@ def _compose_longdouble(parts, cp):
     start = cp.k0 - shift
     spec = None
     for d, t in parts:
-        pos = d.nonzero_index()
-        p = d.p[pos].astype(np.longdouble)
-        ell = ((d.k0 + pos + d.c) * d.h).astype(np.longdouble)
-        lw = np.log(p) + np.longdouble(cp.lam) * ell
-        w = np.exp(lw - lw.max())
-        w = w / w.sum()
+        pos, w = _tilted_longdouble(d, cp.lam)
         x = np.zeros(n, dtype=np.longdouble)
         np.add.at(x, (d.k0 + pos) % n, w)
         f = sfft.rfft(x) ** t
@@ -414,12 +418,8 @@ def _compose_exact(parts, cp, bits: int = 160):
     nb = ((bits + 1) * steps + 16) // 8 + 1  # bytes per coefficient: no carry between slots
     total, k_all, deg_all = 1, 0, 0
     for d, t in parts:
-        pos = d.nonzero_index()
-        p = d.p[pos].astype(np.longdouble)
-        ell = ((d.k0 + pos + d.c) * d.h).astype(np.longdouble)
-        lw = np.log(p) + np.longdouble(cp.lam) * ell
-        e = np.exp(lw - lw.max())
-        mant, ex = np.frexp(e / e.sum())
+        pos, w = _tilted_longdouble(d, cp.lam)
+        mant, ex = np.frexp(w)
         hi = np.floor(mant * 2.0**32)
         lo = mant * np.longdouble(2.0**64) - hi * np.longdouble(2.0**32)  # both exact, below 2^32
         coeffs = [0] * int(pos[-1] - pos[0] + 1)
