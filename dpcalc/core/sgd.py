@@ -229,7 +229,7 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
     independent audit found composed hulls whose lower end no adaptive choice of those pairs reaches).
     The interval is then as wide as the two constructions are apart; ``met`` says whether that is within
     the width asked for."""
-    from .pld.engine import ABS_WIDTH, REL_WIDTH
+    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
 
     lo = lo.copy()
     met = met.copy()
@@ -239,9 +239,7 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
         p = tight_interval(q[idx], sigma[idx], steps[idx], delta[idx], "poisson", **kw)
         # (Where Poisson's engine cannot answer, ε >= 0 is all that is claimed.)
         lo[idx] = np.minimum(np.where(np.isfinite(p.lower), p.lower, 0.0), up[idx])
-        rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
-        with np.errstate(invalid="ignore"):
-            met[idx] = up[idx] - lo[idx] <= np.maximum(rel * up[idx], abs_) * (1 + 1e-9)
+        met[idx] = within(lo[idx], up[idx], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH))
     return lo, met
 
 

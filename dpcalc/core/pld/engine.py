@@ -546,14 +546,25 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
         return a  # the first answer stands
     lo, up = a.lower.copy(), a.upper.copy()
+    lo[miss] = np.fmax(lo[miss], b.lower)
+    up[miss] = np.fmin(up[miss], b.upper)
+    lo, up = consistent(lo, up)
+    return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), within(lo, up, rel, abs_))
+
+
+def consistent(lo: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Certified ends as reported: where a lower end is above an upper end one of them is false, and
+    neither is (NaN); elsewhere the lower end at most the upper one."""
     with np.errstate(invalid="ignore"):
-        lo[miss] = np.fmax(lo[miss], b.lower)
-        up[miss] = np.fmin(up[miss], b.upper)
-        bad = lo > up * (1 + 1e-12) + 1e-300  # one of the four ends is false: none is reported
+        bad = lo > up * (1 + 1e-12) + 1e-300
     lo, up = np.where(bad, np.nan, lo), np.where(bad, np.nan, up)
-    lo = np.minimum(lo, up)
-    met = (up - lo) <= np.maximum(rel * up, abs_) * (1 + 1e-9)
-    return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
+    return np.minimum(lo, up), up
+
+
+def within(lo, up, rel: float, abs_: float):
+    """Whether [lo, up] is within the width asked for, max(rel·up, abs_) (and a hair of rounding)."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(up) - lo <= np.maximum(rel * np.asarray(up), abs_) * (1 + 1e-9)
 
 
 def _once(
@@ -593,7 +604,7 @@ def _once(
     them, they are the answer's lower end and the engine's own is not
     computed; otherwise the engine proceeds as without them.
     """
-    delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon, the only caller)
+    delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon)
     ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
     if h0 is None:
         guess = _first_guess(mechs, delta, ladder, tail_share)
@@ -762,15 +773,9 @@ def _once(
         except MemoryError:
             stuck.add(kind)
     up = _claimed_upper(mechs, delta, up_dir)
-    lo = np.maximum(np.nanmax(lo_dir, axis=0), 0.0)
-    if np.any(lo > up * (1 + 1e-12) + 1e-300):
-        # A lower end above an upper end means one of them is false; neither is reported.
-        bad = lo > up * (1 + 1e-12) + 1e-300
-        lo = np.where(bad, np.nan, lo)
-        up = np.where(bad, np.nan, up)
-    lo = np.minimum(lo, up)
+    lo, up = consistent(np.maximum(np.nanmax(lo_dir, axis=0), 0.0), up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
-    return Answer(lo, up, h_up_f, h_lo, (up - lo) <= target(up) * (1 + 1e-9))
+    return Answer(lo, up, h_up_f, h_lo, within(lo, up, rel, abs_))
 
 
 def _moved(a: np.ndarray, b: np.ndarray) -> float:
