@@ -261,12 +261,16 @@ def _eps_dirs(
                 # tiny δ, many steps): the same composition with the steps' transforms in long double.
                 # Where that still leaves it a share of δ that moves ε by FULL_SHARE of the width or more
                 # (a tilt that cannot centre the composition at the reads: a heavy upper tail), with
-                # every stage in long double (about 3× the transforms' time). (A noise ratio of 1 or more
-                # is a read where the curve's own value is negligible: there precision does not help.)
+                # every stage in long double (about 3× the transforms' time). A noise ratio of 1 or more
+                # is mostly a read where the curve's own value is negligible, where precision does not
+                # help: only the retry of an answer that missed its width (``tail_share`` set) escalates
+                # there too — a read drowned in the T-th power of the spectrum's rounding (small q and
+                # σ, 10^5 steps and more, δ <= 1e-11: 2^-53·T is a visible share of δ).
                 if level == 1 and not np.any(r > limit):
                     break
                 w_now = float(stats.get("target", width)) if stats is not None else width
-                if level == FULL and not np.any((r < 1.0) & (r > FULL_SHARE * w_now * float(lam))):
+                drowned = (r < 1.0) | (share is not None)
+                if level == FULL and not np.any(drowned & (r > FULL_SHARE * w_now * float(lam))):
                     break
                 cp = compose(parts, **kw, extended=level)
                 reader = Reader(cp)
