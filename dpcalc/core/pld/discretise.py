@@ -90,6 +90,11 @@ class Discrete:
     p_inf: float
     move_mean: float = 0.0
     move_var: float = 0.0
+    #: (lower only) per grid point, the P-weighted sums of the moves credited to the atoms it holds and of
+    #: their squares (units h and h²; mass credited no move counts 0): the moves' law conditional on a
+    #: part of the grid (:mod:`.jumps`).
+    move1: np.ndarray | None = None
+    move2: np.ndarray | None = None
 
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
@@ -311,7 +316,10 @@ def discretise_lower(
         k = np.floor(ell / h - c).astype(np.int64)
         k0 = int(k.min())
         w = np.bincount(k - k0, weights=p)
-        return Discrete(h, k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h)
+        dj = _moves(off, c)
+        m1 = np.bincount(k - k0, weights=p * dj, minlength=w.size)
+        m2 = np.bincount(k - k0, weights=p * dj * dj, minlength=w.size)
+        return Discrete(h, k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h, m1, m2)
 
     def bins(nodes, nudge=None):
         edges = nodes * h
@@ -395,11 +403,15 @@ def discretise_lower(
     k0 = int(min(k.min(), 0)) if k.size else 0
     top = int(idx[-1]) - j0
     w = np.bincount(k - k0, weights=P, minlength=top - k0)
+    dj = _moves(off - np.floor(off), c)
+    m1 = np.bincount(k - k0, weights=P * dj, minlength=w.size)
+    m2 = np.bincount(k - k0, weights=P * dj * dj, minlength=w.size)
     # The bin above the last edge (which is not nudged): its atom is above that edge's point, whose
-    # loss is within the direction's gap of top·h: two cells, and the gap, down is below it.
+    # loss is within the direction's gap of top·h: two cells, and the gap, down is below it (credited
+    # no move).
     w[max(top - 2 - int(np.ceil(top_gap)) - k0, 0)] += above
     # Mass below the grid is dropped (moved to −∞, credited 0).
-    return Discrete(h, j0 + k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h)
+    return Discrete(h, j0 + k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h, m1, m2)
 
 
 def _offsets(lo_edges: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float) -> np.ndarray:
@@ -440,8 +452,15 @@ def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, flo
     i = int(np.argmin(cost))
     ci = float(min(max(c[i], 0.0), 1.0 - 1e-12))
     # Recompute at the chosen offset directly (the cumulative sums above can lose digits).
-    dj = np.where(off < ci, off - ci + 1.0, off - ci)
-    dj = np.maximum(dj - 1e-9, 0.0)  # a hair below the exact move: credit never exceeds the move
+    dj = _moves(off, ci)
     m = float(np.dot(p, dj))
     v = float(np.dot(p, (dj - m) ** 2) + max(1.0 - float(p.sum()), 0.0) * m * m)
     return ci, m * (1 - 1e-9), v * (1 + 1e-6) + 1e-30, float(cost[i])
+
+
+def _moves(off: np.ndarray, c: float) -> np.ndarray:
+    """The move (in cells) credited to atoms at offsets ``off`` (in [0, 1)) rounded down onto the grid
+    offset ``c``: o − c, or o − c + 1 when o < c; a hair below the exact move, so that the credit never
+    exceeds it."""
+    dj = np.where(off < c, off - c + 1.0, off - c)
+    return np.maximum(dj - 1e-9, 0.0)
