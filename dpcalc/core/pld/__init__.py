@@ -33,6 +33,12 @@ stage:
   tilted tail the steps' transforms run in long double — by :mod:`.spectrum`
   only at the low frequencies where the power needs it, from block moments;
   where no tilt centres the reads (a heavy upper tail at tiny δ), every stage.
+* :mod:`.jumps` — T releases of one step composed by the number of steps
+  that land in its far tail (Σ_k C(T, k)·B^{T−k} * J^k, the terms with four
+  or more bounded by their mass): where single steps' rare large losses
+  carry δ (small q and σ, 10⁴–10⁶ steps, δ <= 1e-9) and no tilt of the whole
+  composition centres its reads, each term is tilted for itself. Used for
+  answers that miss their width after the usual composition.
 * :mod:`.query` — δ at ε and ε at δ from suffix sums taken relative to their
   own losses (nothing over- or underflows at ε in the thousands), each read
   checked against the curve it bounds.

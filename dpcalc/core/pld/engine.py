@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import discretise as D
+from . import jumps
 from .compose import FULL, MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import lower_shift
@@ -553,7 +554,57 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     lo[miss] = np.fmax(lo[miss], b.lower)
     up[miss] = np.fmin(up[miss], b.upper)
     lo, up = consistent(lo, up)
-    return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), within(lo, up, rel, abs_))
+    h = min(a.h_upper, b.h_upper, a.h_lower, b.h_lower)
+    met = within(lo, up, rel, abs_)
+    if len(mechs) == 1 and 2 <= mechs[0][1] <= JUMPS_MAX_TIMES:
+        for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
+            lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
+        lo, up = consistent(lo, up)
+        met = within(lo, up, rel, abs_)
+    return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
+
+
+#: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it.
+JUMP_HALVINGS = 1
+
+#: :func:`_by_jumps` is tried for at most this many releases (issue 11's box; beyond it a split costs
+#: tens of seconds a row, and searches — an inverse over T or σ — would pay it for every candidate).
+JUMPS_MAX_TIMES = 10**7
+
+
+def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
+    """[lo, up] narrowed by composing T releases of one step by their number of far-tail steps
+    (:mod:`.jumps`): direction 0's upper and lower curves on the grid h, then (JUMP_HALVINGS) the lower
+    one on finer grids until the width is met — the lower end, which gives its moves back, is the one
+    that lags; an upper end on a finer grid would compose its terms with two or more jumps coarser.
+    The other directions' upper ends come from the usual composition (their far tails are light):
+    the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up]."""
+    ((m, t),) = mechs
+    tail = _tail_for(mechs, delta)
+    width = max(rel * up, abs_)
+    ext = FULL if _EXTENDED else 0
+    try:
+        others = 0.0
+        if len(m) > 1:
+            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])
+            others = float(np.nanmax(vals[1:, 0]))
+        if not others < up:
+            return lo, up
+        guess = 0.5 * (lo + up)
+        st = _discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, width, t)
+        ups = [jumps.terms(jumps.split(st, t, delta), delta, guess, True, ext)]
+        for _ in range(JUMP_HALVINGS + 1):
+            st = _discretise_one(m[0], h, "lower", tail, WIDEST_BIN, 0.0, width, t)
+            low = jumps.terms(jumps.split(st, t, delta), delta, guess, False, ext)
+            new_lo, new_up = jumps.epsilon_bounds(ups, low, delta, lo, up)
+            lo = max(lo, new_lo) if np.isfinite(new_lo) else lo
+            up = min(up, max(new_up, others)) if np.isfinite(new_up) else up
+            if bool(within(lo, up, rel, abs_)):
+                break
+            ups, h = [], h / 2
+    except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+        pass
+    return lo, up
 
 
 def consistent(lo: np.ndarray, up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,240 @@
+"""T releases of one step, composed by the number of steps that land in its far tail.
+
+Where one step's rare large losses carry δ (small q and σ, 10⁴–10⁶ steps,
+δ <= 1e-9), the composed loss is a narrow bulk plus a few "jumps", and no
+exponential tilt centres the whole composition on the reads: the tilted
+bulk stays near 0, the reads sit 1e-9 of the tilted mass out, and the
+window must cover the many jumps of the tilted measure's own tail (grids at
+their limit, round-off of several δ). Splitting each step at a loss a into
+its bulk B (losses <= a) and its far tail J (above a; ι = J's mass, chosen so
+that T·ι is small), the composition is exactly
+
+    (B + J + P[L = ∞])^{*T} = Σ_k C(T, k)·B^{*(T−k)} * J^{*k}  (+ the paths with an infinite loss),
+
+and δ(ε) is linear in the measure. Each term k < K is composed on its own
+(:func:`.compose.compose`, every stage in long double), tilted for itself:
+the terms that carry δ are centred and read in their bulk. The terms k >= K
+hold P-mass at most (Tι)^K/K!/(1 − Tι/(K + 1)) (C(T, k)·ι^k <= (Tι)^k/k!),
+added whole to an upper δ and dropped from a lower one; the paths with an
+infinite loss add 1 − (1 − P[L = ∞])^T to both.
+
+The lower end gives back the lower discretisation's moves per term: given
+which steps are jumps, the steps are independent with their part's
+conditional law, so :func:`.errors.lower_shift` applies to each term with the
+moves' conditional mean and variance (from the per-point sums of
+:class:`.discretise.Discrete`), at a price η_k of that term's mass.
+
+Any ε where the summed upper curve is at most δ is an upper bound on ε(δ),
+and any ε where the summed lower curve is above δ a lower bound: both ends
+are searched by bisection and each returned point is one where its curve was
+evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .compose import FULL, choose_tilts, compose, parts_log_mgf
+from .discretise import Discrete
+from .errors import lower_shift
+from .query import Reader
+
+__all__ = ["Split", "split", "Terms", "terms", "epsilon_bounds", "TERMS", "TAIL_SHARE"]
+
+_U = float(np.finfo(float).eps)
+
+#: Terms composed: k = 0..TERMS−1 jumps; the rest is bounded by its mass.
+TERMS = 4
+
+#: The terms left out may hold at most this share of δ (an upper end adds it).
+TAIL_SHARE = 1e-5
+
+#: What the lower end gives up in δ for the give-back of its moves, over all terms (as engine.LOWER_ETA).
+LOWER_ETA = 1e-4
+
+
+@dataclass(frozen=True)
+class Split:
+    """One step split at a grid index: bulk ``b`` and far tail ``j`` (None: no tail split off), the
+    times T, an upper bound ``iota`` on the tail's mass, and an upper bound ``rest`` on the mass of
+    the terms with TERMS or more jumps."""
+
+    b: Discrete
+    j: Discrete | None
+    times: int
+    iota: float
+    rest: float
+    p_inf: float
+
+
+def _part(d: Discrete, lo: int, hi: int) -> Discrete:
+    """Grid points lo..hi−1 of ``d`` as a sub-probability step (no mass at +∞), with the moves' mean and
+    variance (lower steps) conditional on landing there."""
+    p = d.p[lo:hi].copy()
+    mean = var = 0.0
+    m1 = m2 = None
+    if d.move1 is not None:
+        m1, m2 = d.move1[lo:hi].copy(), d.move2[lo:hi].copy()
+        mass = float(np.sum(p))
+        if mass > 0:
+            mu = float(np.sum(m1)) / mass
+            second = float(np.sum(m2)) / mass
+            # Never credit more than the moves (mean rounded down) nor less spread (variance rounded up).
+            mean = mu * (1 - 1e-9) * d.h
+            var = (max(second - mu * mu, 0.0) * (1 + 1e-6) + 1e-30) * d.h * d.h
+    return replace(d, k0=d.k0 + lo, p=p, p_inf=0.0, move_mean=mean, move_var=var, move1=m1, move2=m2)
+
+
+def split(d: Discrete, times: int, delta: float, share: float = TAIL_SHARE, k_terms: int = TERMS) -> Split:
+    """Split at the lowest grid point above which T·(tail mass) is small enough for the terms with
+    ``k_terms`` or more jumps to hold at most ``share``·δ."""
+    p = d.p
+    suffix = np.cumsum(p[::-1])[::-1] * (1 + p.size * _U)  # suffix[i] >= Σ_{j>=i} p_j
+    # (Tι)^K/K! <= share·δ·(1 − Tι/(K + 1)): with Tι <= 1 the last factor is >= 1 − 1/(K + 1).
+    need = (share * delta * math.factorial(k_terms) * (1 - 1.0 / (k_terms + 1))) ** (1.0 / k_terms)
+    ok = np.flatnonzero(times * suffix <= min(need, 1.0))
+    ia = int(ok[0]) if ok.size else p.size
+    p_inf = float(d.p_inf)
+    if ia >= p.size:
+        return Split(d if p_inf == 0 else replace(d, p_inf=0.0), None, times, 0.0, 0.0, p_inf)
+    iota = float(suffix[ia])
+    m = times * iota * (1 + 4 * _U)
+    rest = m**k_terms / math.factorial(k_terms) / (1 - m / (k_terms + 1)) * (1 + 8 * _U)
+    return Split(_part(d, 0, ia), _part(d, ia, p.size), times, iota, rest, p_inf)
+
+
+#: An upper term whose window exceeds the grid limit is composed on a grid up to 2^COARSER times coarser
+#: (the terms with two or more jumps: their window spans that many tails, their share of δ is small).
+COARSER = 2
+
+
+def coarsen_up(d: Discrete) -> Discrete:
+    """``d`` on the grid of twice its spacing, each mass moved up to the next point (losses only rise, so
+    every δ(ε) of every composition does too): points (2m + c)h = (m + c/2)·2h, m = ⌈(k0 + i)/2⌉."""
+    g = d.k0 + np.arange(d.p.size)
+    m = -(-g // 2)
+    m0 = int(m[0]) if m.size else 0
+    p = np.bincount(m - m0, weights=d.p) * (1 + 4 * _U)
+    return replace(d, h=2 * d.h, k0=m0, c=d.c / 2, p=p, move_mean=0.0, move_var=0.0, move1=None, move2=None)
+
+
+def coarsen_down(d: Discrete) -> Discrete:
+    """A lower step on the grid of twice its spacing, each mass moved down to the next point (by 0 or
+    one fine cell, added to its recorded moves: losses only fall, and the give-back still holds)."""
+    g = d.k0 + np.arange(d.p.size)
+    m = np.floor_divide(g, 2)
+    e = (g - 2 * m).astype(float)  # the extra move, in fine cells
+    m0 = int(m[0]) if m.size else 0
+    idx = m - m0
+    p = np.bincount(idx, weights=d.p) * (1 - 4 * _U)
+    m1 = d.move1 if d.move1 is not None else np.zeros_like(d.p)
+    m2 = d.move2 if d.move2 is not None else np.zeros_like(d.p)
+    # In coarse cells: (d + e)/2 and its square; sums of positive terms rounded down (the variance
+    # formed from them is widened in _part).
+    c1 = np.bincount(idx, weights=(m1 + e * d.p) / 2) * (1 - 4 * _U)
+    c2 = np.bincount(idx, weights=(m2 + 2 * e * m1 + e * e * d.p) / 4) * (1 + 4 * _U)
+    coarse = replace(d, h=2 * d.h, k0=m0, c=d.c / 2, p=p, move1=c1, move2=c2)
+    return _part(coarse, 0, p.size)
+
+
+@dataclass
+class Terms:
+    """The composed terms of one split, for one side (upper or lower) and one δ."""
+
+    upper: bool
+    items: list  # (log C(T, k), Reader, give-back s_k, absolute price C(T, k)·mass_k·η_k)
+    extra: float  # upper: the left-out terms and the infinite paths; lower: the infinite paths
+
+
+def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL, max_size=None) -> Terms:
+    """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``."""
+    T = sp.times
+    kmax = TERMS if sp.j is not None else 1
+    items = []
+    for k in range(min(kmax, T + 1)):
+        parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0 and x is not None and np.any(x.p > 0)]
+        if not parts:
+            continue
+        log_c = math.log(math.comb(T, k))
+        lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
+        give = 0.0 if upper else sum(t * x.move_mean for x, t in parts)
+        level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
+        eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
+        kw = dict(lam=lam, eta=eta, upper=upper, extended=extended)
+        if max_size is not None:
+            kw["max_size"] = max_size
+        cp = None
+        for _ in range(COARSER + 1):
+            try:
+                cp = compose(parts, **kw)
+                break
+            except MemoryError:
+                parts = [(coarsen_up(x) if upper else coarsen_down(x), t) for x, t in parts]
+        if cp is None:
+            if not upper:
+                continue  # a lower end may leave a term out (every term adds to δ)
+            raise MemoryError("a term of the split composition exceeds the grid limit")
+        s_k, price = 0.0, 0.0
+        if not upper:
+            # Under P: the term's mass is at most C(T, k)·ι^k (the bulk's share <= 1), η_k of it given up.
+            weight = math.comb(T, k) * sp.iota**k * (1 + 4 * _U) if k else 1.0
+            eta_k = min(LOWER_ETA * delta / TERMS / weight, 0.5)
+            s_k = lower_shift(cp.move_mean, cp.move_var, cp.move_b, eta_k)
+            price = weight * eta_k if s_k > 0 else 0.0
+        items.append((log_c * (1 + 4 * _U) if upper else log_c * (1 - 4 * _U), Reader(cp), s_k, price))
+    inf_paths = -math.expm1(T * math.log1p(-min(sp.p_inf, 1.0)))
+    if upper:
+        extra = (inf_paths * (1 + 8 * _U) + sp.rest) * (1 + 4 * _U)
+    else:
+        extra = inf_paths * (1 - 8 * _U)
+    return Terms(upper, items, extra)
+
+
+def curve(tm: Terms, eps: float) -> float:
+    """The summed upper (or lower) δ-curve at ε."""
+    total = tm.extra
+    for log_c, r, s_k, price in tm.items:
+        e = np.array([eps - s_k])
+        ld = float(r.log_delta(r.index_after(e), e, 1.0 if tm.upper else -1.0)[0])
+        # exp of a rounded sum: relative error at most u·(|ld| + log C + 2), twice for margin.
+        rel = 2 * _U * (abs(ld) + log_c + 2.0) if np.isfinite(ld) else 0.0
+        if tm.upper:
+            total += math.exp(min(ld + log_c, 700.0)) * (1 + rel)
+        else:
+            total += (math.exp(ld + log_c) * (1 - rel) if np.isfinite(ld) else 0.0) - price * (1 + 4 * _U)
+    n = len(tm.items) + 2
+    return total * (1 + n * _U) if tm.upper else total * (1 - n * _U) if total > 0 else total * (1 + n * _U)
+
+
+def epsilon_bounds(ups: list[Terms], low: Terms | None, delta: float, lo: float, up: float, steps: int = 60):
+    """Bisection between a known lower end ``lo`` and upper end ``up``: the smallest ε found where every
+    upper curve (one per direction) is at most δ, and the largest where the lower curve is above it.
+    Returns (lower, upper), each NaN where the curves do not improve on the ends given."""
+    new_up = float("nan")
+    if ups and all(curve(tm, up) <= delta for tm in ups):
+        a, b = lo, up  # b: checked
+        for _ in range(steps):
+            mid = 0.5 * (a + b)
+            if not (a < mid < b):
+                break
+            if all(curve(tm, mid) <= delta for tm in ups):
+                b = mid
+            else:
+                a = mid
+        new_up = b
+    new_lo = float("nan")
+    if low is not None and curve(low, lo) > delta:
+        a, b = lo, up if np.isnan(new_up) else new_up  # a: checked
+        for _ in range(steps):
+            mid = 0.5 * (a + b)
+            if not (a < mid < b):
+                break
+            if curve(low, mid) > delta:
+                a = mid
+            else:
+                b = mid
+        new_lo = a
+    return new_lo, new_up
