@@ -565,7 +565,10 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
 
 
 #: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it.
-JUMP_HALVINGS = 1
+JUMP_HALVINGS = 2
+
+#: The steps' grids of :func:`_by_jumps` reach the loss where their upper tails hold this share of δ/T.
+JUMPS_TAIL_SHARE = RETRY_TAIL_SHARE
 
 #: :func:`_by_jumps` is tried for at most this many releases (issue 11's box; beyond it a split costs
 #: tens of seconds a row, and searches — an inverse over T or σ — would pay it for every candidate).
@@ -580,7 +583,7 @@ def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, a
     The other directions' upper ends come from the usual composition (their far tails are light):
     the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up]."""
     ((m, t),) = mechs
-    tail = _tail_for(mechs, delta)
+    tail = _tail_for(mechs, delta, JUMPS_TAIL_SHARE)
     width = max(rel * up, abs_)
     ext = FULL if _EXTENDED else 0
     try:
