@@ -124,3 +124,47 @@ def test_small_rate_tiny_delta_corner_meets_the_width():
     assert ans.upper[0] - ans.lower[0] <= 1e-4
     assert 0.0835 <= ans.lower[0] and ans.upper[0] <= 0.0896
     assert ans.upper[0] <= sgd.epsilon(1.14e-6, 0.635, 82922, 1.54e-12, "rdp")
+
+
+def test_a_part_without_mass_leaves_its_terms_out():
+    # (ε, δ) = (1, 0.95) twice: T·(finite mass) is so small that the split's bulk would be empty; the
+    # terms with bulk steps are then the zero measure, not the tail's composition alone (which put the
+    # lower end 7.3e-7 above the exact 0.45887683130663 at a tiny width asked for).
+    from fractions import Fraction
+
+    def exact_delta(eps):
+        p = Fraction(math.exp(1.0)) / (1 + Fraction(math.exp(1.0)))
+        tot = 1 - Fraction(1, 20) ** 2
+        s = sum(
+            math.comb(2, k) * p**k * (1 - p) ** (2 - k) * max(0.0, -math.expm1(eps - (2 * k - 2))) for k in range(3)
+        )
+        return float(tot + Fraction(1, 20) ** 2 * Fraction(s))
+
+    exact = optimize.brentq(lambda e: exact_delta(e) - 0.99855, 0.0, 2.0, xtol=1e-15)
+    ans = pld.epsilon([(pld.dp(1.0, 0.95), 2)], 0.99855, rel=1e-9, abs_=1e-12)
+    assert ans.lower[0] <= exact <= ans.upper[0] * (1 + 1e-12)
+    exact2 = optimize.brentq(lambda e: exact_delta(e) - 0.9985, 0.0, 2.0, xtol=1e-15)
+    lo, up = E._by_jumps([(pld.dp(1.0, 0.95), 2)], 0.9985, 0.5, 0.7, 2.0**-12, 1e-3, 1e-4)
+    assert lo <= exact2 <= up * (1 + 1e-12)
+
+
+def test_lower_moves_are_credited_from_the_offset_that_places_each_atom():
+    # Atoms on a lattice (discrete Laplace's losses are multiples of 1/t): with the grid's offset at an
+    # atom's own offset, x = ℓ/h − c rounds onto integers; the credit must come from that same x.
+    from fractions import Fraction
+
+    d = pld.discrete_laplace(3.0, 5)[0]
+    h = 2.0**-12
+    st = D.discretise_lower(d, h, 1e-14, times=1000)
+    ell, p, _ = d.atoms
+    ell = ell - 4 * np.finfo(float).eps * (np.abs(ell) + 1.0)
+    p = p * (1 - 4 * np.finfo(float).eps)
+    x = ell / h - st.c
+    k = np.floor(x).astype(np.int64)
+    for kk in np.unique(k):
+        sel = k == kk
+        moved = sum(
+            Fraction(float(pi)) * (Fraction(float(li)) / Fraction(h) - Fraction(st.c) - int(kk))
+            for li, pi in zip(ell[sel], p[sel])
+        )
+        assert Fraction(float(st.move1[kk - st.k0])) <= moved * (1 + Fraction(1, 10**12))

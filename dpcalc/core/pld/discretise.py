@@ -312,11 +312,13 @@ def discretise_lower(
         ell = ell - 4 * _U * (np.abs(ell) + 1.0)
         p = p * (1 - 4 * _U)
         off = ell / h - np.floor(ell / h)
-        c, mean, var, _ = _best_offset(off, p, times)
-        k = np.floor(ell / h - c).astype(np.int64)
+        c = _best_offset(off, p, times)[0]
+        x = ell / h - c
+        k = np.floor(x).astype(np.int64)
         k0 = int(k.min())
         w = np.bincount(k - k0, weights=p)
-        dj = _moves(off, c)
+        dj = _credit(x)
+        mean, var = _move_stats(p, dj)
         m1 = np.bincount(k - k0, weights=p * dj, minlength=w.size)
         m2 = np.bincount(k - k0, weights=p * dj * dj, minlength=w.size)
         return Discrete(h, k0, c, w, float(d.p_inf) * (1 - 4 * _U), mean * h, var * h * h, m1, m2)
@@ -396,14 +398,17 @@ def discretise_lower(
                 if cand[0] < best[0]:
                     best, chosen = cand, nodes
         idx = chosen
-    _, (P, Q, above, _, top_gap), (c, mean, var, _), off = best
+    _, (P, Q, above, _, top_gap), (c, _, _, _), off = best
     lo_edges = idx[:-1]
-    # Grid point (k + c)h at or below each atom, k relative to j0.
-    k = (lo_edges - j0) + np.floor(off - c).astype(np.int64)
+    # Grid point (k + c)h at or below each atom, k relative to j0; the move credited from the same
+    # rounded offset that places it.
+    x = off - c
+    k = (lo_edges - j0) + np.floor(x).astype(np.int64)
     k0 = int(min(k.min(), 0)) if k.size else 0
     top = int(idx[-1]) - j0
     w = np.bincount(k - k0, weights=P, minlength=top - k0)
-    dj = _moves(off - np.floor(off), c)
+    dj = _credit(x)
+    mean, var = _move_stats(P, dj)
     m1 = np.bincount(k - k0, weights=P * dj, minlength=w.size)
     m2 = np.bincount(k - k0, weights=P * dj * dj, minlength=w.size)
     # The bin above the last edge (which is not nudged): its atom is above that edge's point, whose
@@ -459,8 +464,24 @@ def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, flo
 
 
 def _moves(off: np.ndarray, c: float) -> np.ndarray:
-    """The move (in cells) credited to atoms at offsets ``off`` (in [0, 1)) rounded down onto the grid
-    offset ``c``: o − c, or o − c + 1 when o < c; a hair below the exact move, so that the credit never
-    exceeds it."""
+    """The move (in cells) of atoms at offsets ``off`` (in [0, 1)) rounded down onto the grid offset
+    ``c``: o − c, or o − c + 1 when o < c, a hair below (for choosing c; the moves recorded are
+    :func:`_credit`'s)."""
     dj = np.where(off < c, off - c + 1.0, off - c)
     return np.maximum(dj - 1e-9, 0.0)
+
+
+def _credit(x: np.ndarray) -> np.ndarray:
+    """The move (in cells) credited to an atom at x cells above the grid's offset, placed at ⌊x⌋: from
+    the same rounded x that places it, less its rounding error (u·|x|) and a hair, so that the credit
+    never exceeds the move."""
+    x = np.asarray(x, float)
+    return np.maximum(x - np.floor(x) - 1e-9 - 2 * _U * (np.abs(x) + 1.0), 0.0)
+
+
+def _move_stats(p: np.ndarray, dj: np.ndarray) -> tuple[float, float]:
+    """Mean (rounded down) and variance (rounded up) of the credited moves under P, in cells; mass not
+    in ``p`` (dropped, infinite, or placed without a move) is credited 0."""
+    m = float(np.dot(p, dj))
+    v = float(np.dot(p, (dj - m) ** 2) + max(1.0 - float(p.sum()), 0.0) * m * m)
+    return m * (1 - 1e-9), v * (1 + 1e-6) + 1e-30

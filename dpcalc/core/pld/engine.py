@@ -589,8 +589,8 @@ def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, a
     try:
         others = 0.0
         if len(m) > 1:
-            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])
-            others = float(np.nanmax(vals[1:, 0]))
+            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
+            others = float(np.max(vals)) if np.all(np.isfinite(vals)) else np.inf
         if not others < up:
             return lo, up
         guess = 0.5 * (lo + up)

@@ -82,9 +82,11 @@ def _part(d: Discrete, lo: int, hi: int) -> Discrete:
         if mass > 0:
             mu = float(np.sum(m1)) / mass
             second = float(np.sum(m2)) / mass
-            # Never credit more than the moves (mean rounded down) nor less spread (variance rounded up).
-            mean = mu * (1 - 1e-9) * d.h
-            var = (max(second - mu * mu, 0.0) * (1 + 1e-6) + 1e-30) * d.h * d.h
+            # Never credit more than the moves (mean rounded down) nor less spread (variance rounded up):
+            # sums of n positive terms err by at most n·u relative, and second − mu² cancels.
+            slack = 4 * (p.size + 2) * _U
+            mean = mu * (1 - 1e-9 - slack) * d.h
+            var = (max(second - mu * mu, 0.0) * (1 + 1e-6) + 2 * slack * second + 1e-30) * d.h * d.h
     return replace(d, k0=d.k0 + lo, p=p, p_inf=0.0, move_mean=mean, move_var=var, move1=m1, move2=m2)
 
 
@@ -98,11 +100,16 @@ def split(d: Discrete, times: int, delta: float, share: float = TAIL_SHARE, k_te
     ok = np.flatnonzero(times * suffix <= min(need, 1.0))
     ia = int(ok[0]) if ok.size else p.size
     p_inf = float(d.p_inf)
-    if ia >= p.size:
+    beta = float(np.sum(p[:ia])) * (1 + p.size * _U)
+    iota = float(suffix[ia]) if ia < p.size else 0.0
+    if ia >= p.size or not (iota > 0 and beta > 0 and np.any(p[:ia] > 0)):
+        # No tail to split off (or no bulk left): the whole step, composed as one term.
         return Split(d if p_inf == 0 else replace(d, p_inf=0.0), None, times, 0.0, 0.0, p_inf)
-    iota = float(suffix[ia])
     m = times * iota * (1 + 4 * _U)
-    rest = m**k_terms / math.factorial(k_terms) / (1 - m / (k_terms + 1)) * (1 + 8 * _U)
+    # Σ_{k>=K} C(T, k)·β^{T−k}·ι^k <= max(1, β)^T·(Tι)^K/K!/(1 − Tι/(K + 1)) (an upper step's mass may
+    # exceed 1 by its rounding).
+    grow = math.exp(times * max(beta - 1.0, 0.0)) * (1 + 4 * _U)
+    rest = grow * m**k_terms / math.factorial(k_terms) / (1 - m / (k_terms + 1)) * (1 + 8 * _U)
     return Split(_part(d, 0, ia), _part(d, ia, p.size), times, iota, rest, p_inf)
 
 
@@ -155,9 +162,10 @@ def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FU
     kmax = TERMS if sp.j is not None else 1
     items = []
     for k in range(min(kmax, T + 1)):
-        parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0 and x is not None and np.any(x.p > 0)]
-        if not parts:
-            continue
+        pairs = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
+        if any(x is None or not np.any(x.p > 0) for x, _ in pairs):
+            continue  # a part with no mass taken t > 0 times: the term is the zero measure
+        parts = pairs
         log_c = math.log(math.comb(T, k))
         lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
         give = 0.0 if upper else sum(t * x.move_mean for x, t in parts)
