@@ -478,7 +478,8 @@ def compose(
     out = sfft.irfft(spec, n)
     move_mean = sum(t * d.move_mean for d, t in parts)
     move_var = sum(t * d.move_var for d, t in parts)
-    move_b = max(d.move_mean for d, _ in parts) * (1 + 4e-9)  # >= every step's own mean (theirs are rounded down)
+    # >= every step's own mean: theirs are rounded down, by 1e-9 (and by at most 5e-9 more in .jumps).
+    move_b = max(d.move_mean for d, _ in parts) * (1 + 1.5e-8)
     out_norm = float(np.sqrt(np.sum(np.square(out))))
     if full:  # powers, products and the inverse in long double; then each mass rounded to double
         roundoff = roundoff_l2(n, spectra, out_norm, u_c) + _U * out_norm

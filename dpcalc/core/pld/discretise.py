@@ -335,7 +335,9 @@ def discretise_lower(
         # A bin's losses are above its lower edge's point, whose loss is within the gap of the edge:
         # its atom is no lower (offsets in cells from the unshifted grid point, a hair lower still).
         gap = np.broadcast_to(np.asarray(t.gap, float), edges.shape)
-        floor = (edges[:-1] - gap[:-1]) / h - nodes[:-1] - 1e-9
+        # (Less the rounding of that difference: u per operation, relative to |edge/h| and the gap.)
+        e_h, g_h = edges[:-1] / h, gap[:-1] / h
+        floor = (edges[:-1] - gap[:-1]) / h - nodes[:-1] - 1e-9 - 4 * _U * (np.abs(e_h) + np.abs(g_h) + 1.0)
         return P_lo, Q_hi, above, floor, float(gap[-1]) / h
 
     def fit(nodes, first=None):
@@ -425,8 +427,10 @@ def _offsets(lo_edges: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float) -> np
     e_lo = lo_edges * h
     ok = (P > 0) & (Q > 0)
     with np.errstate(all="ignore"):
-        ell = np.where(ok, np.log(np.where(ok, P, 1)) - np.log(np.where(ok, Q, 1)), e_lo)
-        ell = ell - 4 * _U * (np.abs(ell) + 1.0)
+        lp, lq = np.log(np.where(ok, P, 1)), np.log(np.where(ok, Q, 1))
+        ell = np.where(ok, lp - lq, e_lo)
+        # Lowered by the rounding of both logarithms, their difference and the offset's subtraction.
+        ell = ell - 4 * _U * (np.abs(lp) + np.abs(lq) + np.abs(ell) + np.abs(e_lo) + 1.0)
     return np.where(ok, (ell - e_lo) / h, 0.0)
 
 

@@ -84,7 +84,7 @@ def _part(d: Discrete, lo: int, hi: int) -> Discrete:
             second = float(np.sum(m2)) / mass
             # Never credit more than the moves (mean rounded down) nor less spread (variance rounded up):
             # sums of n positive terms err by at most n·u relative, and second − mu² cancels.
-            slack = 4 * (p.size + 2) * _U
+            slack = 4 * (p.size + 2) * _U + 1e-9  # (+ the sums within a point, a few atoms each)
             mean = mu * (1 - 1e-9 - slack) * d.h
             var = (max(second - mu * mu, 0.0) * (1 + 1e-6) + 2 * slack * second + 1e-30) * d.h * d.h
     return replace(d, k0=d.k0 + lo, p=p, p_inf=0.0, move_mean=mean, move_var=var, move1=m1, move2=m2)
