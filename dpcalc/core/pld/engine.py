@@ -564,6 +564,17 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
 
 
+def _jumps_carry(sp, delta: float, eps: float) -> bool:
+    """Whether the far-tail steps carry δ at ε: the bulk's own composition B^{*T} holds (by Chernoff's
+    bound) less than half of δ above ε. Where the bulk alone reaches δ (a composition of many sampled
+    steps, Gaussian-like), the split is the same composition again, with more terms: no narrower."""
+    ts = 2.0 ** np.arange(-8.0, 20.0, 0.5)
+    with np.errstate(all="ignore"):
+        vals = parts_log_mgf([(sp.b, sp.times)], ts) - ts * eps
+    vals = vals[np.isfinite(vals)]
+    return bool(vals.size and float(np.min(vals)) < np.log(0.5 * delta))
+
+
 #: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it.
 JUMP_HALVINGS = 2
 
@@ -587,6 +598,10 @@ def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, a
     width = max(rel * up, abs_)
     ext = FULL if _EXTENDED else 0
     try:
+        st = _discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, width, t)
+        sp = jumps.split(st, t, delta)
+        if sp.j is None or not _jumps_carry(sp, delta, lo):
+            return lo, up
         others = 0.0
         if len(m) > 1:
             vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
@@ -594,8 +609,7 @@ def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, a
         if not others < up:
             return lo, up
         guess = 0.5 * (lo + up)
-        st = _discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, width, t)
-        ups = [jumps.terms(jumps.split(st, t, delta), delta, guess, True, ext)]
+        ups = [jumps.terms(sp, delta, guess, True, ext)]
         for _ in range(JUMP_HALVINGS + 1):
             st = _discretise_one(m[0], h, "lower", tail, WIDEST_BIN, 0.0, width, t)
             low = jumps.terms(jumps.split(st, t, delta), delta, guess, False, ext)
