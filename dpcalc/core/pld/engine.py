@@ -586,13 +586,17 @@ JUMPS_TAIL_SHARE = RETRY_TAIL_SHARE
 JUMPS_MAX_TIMES = 10**7
 
 
-def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
+def _by_jumps(
+    mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float, check: bool = True
+) -> tuple[float, float]:
     """[lo, up] narrowed by composing T releases of one step by their number of far-tail steps
     (:mod:`.jumps`): direction 0's upper and lower curves on the grid h, then (JUMP_HALVINGS) the lower
     one on finer grids until the width is met — the lower end, which gives its moves back, is the one
     that lags; an upper end on a finer grid would compose its terms with two or more jumps coarser.
     The other directions' upper ends come from the usual composition (their far tails are light):
-    the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up]."""
+    the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up].
+    ``check``: first ask :func:`_jumps_carry` whether the split can help (off: the tests exercise the
+    route itself)."""
     ((m, t),) = mechs
     tail = _tail_for(mechs, delta, JUMPS_TAIL_SHARE)
     width = max(rel * up, abs_)
@@ -600,7 +604,7 @@ def _by_jumps(mechs, delta: float, lo: float, up: float, h: float, rel: float, a
     try:
         st = _discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, width, t)
         sp = jumps.split(st, t, delta)
-        if sp.j is None or not _jumps_carry(sp, delta, lo):
+        if sp.j is None or (check and not _jumps_carry(sp, delta, lo)):
             return lo, up
         others = 0.0
         if len(m) > 1:
