@@ -23,7 +23,7 @@ from . import discretise as D
 from . import jumps
 from .compose import FULL, MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
-from .errors import lower_shift
+from .errors import LOWER_ETA, lower_shift
 from .fold import FOLD_FROM, fold, foldable
 from .query import MANY, Reader, delta_at, epsilon_at
 
@@ -43,8 +43,6 @@ UPPER_H = 2.0**-14
 REL_WIDTH = 1e-3
 ABS_WIDTH = 1e-4
 
-#: The lower bound trades η = LOWER_ETA·δ of δ for the concentration of its rounding (lower_shift).
-LOWER_ETA = 1e-4
 
 #: Largest grid for the quick upper ends of searches (upper_only; no long-double retry either).
 QUICK_GRID = 1 << 20

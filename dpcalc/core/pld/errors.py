@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FFT_ERROR_PER_LEVEL", "roundoff_l2", "best_chernoff", "lower_shift"]
+__all__ = ["FFT_ERROR_PER_LEVEL", "LOWER_ETA", "roundoff_l2", "best_chernoff", "lower_shift"]
+
+#: A lower bound trades η = LOWER_ETA·δ of δ for the concentration of its rounding (:func:`lower_shift`):
+#: per answer in the engine, over all terms in :mod:`.jumps`.
+LOWER_ETA = 1e-4
 
 #: Error of a length-n FFT relative to its output, per log2(n) (Euclidean norms): radix-2 analysis
 #: gives about 6.7·u (Higham, Accuracy and Stability of Numerical Algorithms, Thm 24.2); the

@@ -39,7 +39,7 @@ import numpy as np
 
 from .compose import FULL, choose_tilts, compose, parts_log_mgf
 from .discretise import Discrete
-from .errors import lower_shift
+from .errors import LOWER_ETA, lower_shift
 from .query import Reader
 
 __all__ = ["Split", "split", "Terms", "terms", "epsilon_bounds", "TERMS", "TAIL_SHARE"]
@@ -51,9 +51,6 @@ TERMS = 4
 
 #: The terms left out may hold at most this share of δ (an upper end adds it).
 TAIL_SHARE = 1e-5
-
-#: What the lower end gives up in δ for the give-back of its moves, over all terms (as engine.LOWER_ETA).
-LOWER_ETA = 1e-4
 
 
 @dataclass(frozen=True)
@@ -156,31 +153,28 @@ class Terms:
     extra: float  # upper: the left-out terms and the infinite paths; lower: the infinite paths
 
 
-def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL, max_size=None) -> Terms:
+def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL) -> Terms:
     """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``."""
     T = sp.times
     kmax = TERMS if sp.j is not None else 1
     items = []
     for k in range(min(kmax, T + 1)):
-        pairs = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
-        if any(x is None or not np.any(x.p > 0) for x, _ in pairs):
+        parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
+        if any(x is None or not np.any(x.p > 0) for x, _ in parts):
             continue  # a part with no mass taken t > 0 times: the term is the zero measure
-        parts = pairs
         log_c = math.log(math.comb(T, k))
         lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
         give = 0.0 if upper else sum(t * x.move_mean for x, t in parts)
         level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
         eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
-        kw = dict(lam=lam, eta=eta, upper=upper, extended=extended)
-        if max_size is not None:
-            kw["max_size"] = max_size
         cp = None
-        for _ in range(COARSER + 1):
+        for attempt in range(COARSER + 1):
             try:
-                cp = compose(parts, **kw)
+                cp = compose(parts, lam=lam, eta=eta, upper=upper, extended=extended)
                 break
             except MemoryError:
-                parts = [(coarsen_up(x) if upper else coarsen_down(x), t) for x, t in parts]
+                if attempt < COARSER:
+                    parts = [(coarsen_up(x) if upper else coarsen_down(x), t) for x, t in parts]
         if cp is None:
             if not upper:
                 continue  # a lower end may leave a term out (every term adds to δ)
