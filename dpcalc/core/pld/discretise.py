@@ -69,6 +69,9 @@ MERGE_FIT = 1e-3
 #: per step, hardly concentrate over few steps, and the nudging costs a dozen evaluations of the tails).
 FIT_FROM = 64
 
+#: Linear corrections of the nudged edges per target (see :func:`discretise_lower`).
+FIT_ROUNDS = 2
+
 #: Widest tail bin (loss units), unless the grid itself is coarser.
 WIDEST_BIN = 1.0 / 128
 
@@ -340,50 +343,74 @@ def discretise_lower(
         floor = (edges[:-1] - gap[:-1]) / h - nodes[:-1] - 1e-9 - 4 * _U * (np.abs(e_h) + np.abs(g_h) + 1.0)
         return P_lo, Q_hi, above, floor, float(gap[-1]) / h
 
+    def nudged(nodes, nudge, b, o, target, frozen=None):
+        """Linear corrections of the inner edges (those between bins of one cell, less ``frozen``)
+        towards atoms at offset ``target``; returns (nudge, bins, offsets)."""
+        one = np.diff(nodes) == 1
+        inner = np.zeros(b[0].size + 1, dtype=bool)
+        inner[1:-1] = one[:-1] & one[1:]  # only edges between bins of one cell move
+        if frozen is not None:
+            inner &= ~frozen
+        nudge = nudge.copy()
+        free = np.zeros(nudge.size, dtype=bool)
+        free[1:-1] = True if frozen is None else ~frozen[1:-1]
+        for _ in range(FIT_ROUNDS):  # linear corrections
+            excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
+            nudge[inner] -= 0.5 * (excess[:-1] + excess[1:])[inner[1:-1]]
+            nudge[free] = np.clip(nudge[free], -0.45, 0.45)  # edges stay in order
+            b = bins(nodes, nudge)
+            o = np.maximum(_offsets(nodes[:-1], b[0], b[1], h), b[3])
+        return nudge, b, o
+
     def fit(nodes, first=None):
         """Nudge the edges so that the atoms sit near a common target offset and the moves vary
         little (a smaller give-back penalty in lower_shift); any partition is a post-processing, so
         this stays a lower bound. Targets tried: mid-bin, and the offsets of the heaviest bins (HEAVY_TARGETS)
         (mass that cannot be moved by nudging — a point mass such as the zero loss of a symmetrised
         hull or Laplace's ±ε₀, or mass piled against a finite end of the support — is met by
-        shifting the others) — until one leaves moves that vary little enough (``good``).
-        Returns the best (penalty, bins, offset fit, offsets)."""
+        shifting the others) — until one leaves moves that vary little enough (``good``); where none
+        does, the edges next to the heaviest bin are placed one by one (:func:`_aligned_edges`).
+        Returns the best (penalty, bins, offset fit, offsets, nodes)."""
         lo_e = nodes[:-1]
         b0 = first if first is not None else bins(nodes)
         o0 = np.maximum(_offsets(lo_e, b0[0], b0[1], h), b0[3])
         if b0[0].size <= 2:
             f = _best_offset(o0, b0[0], times)
-            return f[3], b0, f, o0
-        one = np.diff(nodes) == 1
-        inner = np.zeros(b0[0].size + 1, dtype=bool)
-        inner[1:-1] = one[:-1] & one[1:]  # only edges between bins of one cell move
+            return f[3], b0, f, o0, nodes
         heavy = [float(o0[i] % 1.0) for i in np.argsort(b0[0])[::-1][:HEAVY_TARGETS]]
         targets = [0.5] + [x for k, x in enumerate(heavy) if all(abs(x - y) > 0.02 for y in [0.5] + heavy[:k])]
         best = None
+        last = None
         for target in targets:
             shift = np.zeros(b0[0].size + 1)
             shift[1:-1] = target - 0.5  # a uniform move of the inner edges puts mid-bin atoms at the target
             b = bins(nodes, shift) if target != 0.5 else b0
             o = np.maximum(_offsets(lo_e, b[0], b[1], h), b[3])  # offsets from the unshifted grid points
-            nudge = shift.copy()
-            for _ in range(2):  # linear corrections
-                excess = np.clip((o - target + 0.5) % 1.0 - 0.5, -0.25, 0.25)
-                nudge[inner] -= 0.5 * (excess[:-1] + excess[1:])[inner[1:-1]]
-                nudge[1:-1] = np.clip(nudge[1:-1], -0.45, 0.45)  # edges stay in order
-                b = bins(nodes, nudge)
-                o = np.maximum(_offsets(lo_e, b[0], b[1], h), b[3])
+            nudge, b, o = nudged(nodes, shift, b, o, target)
             f = _best_offset(o, b[0], times)
             if best is None or f[3] < best[0]:
-                best = (f[3], b, f, o)
+                best = (f[3], b, f, o, nodes)
             if good(f):
-                break  # the moves hardly vary (or vary little enough): stop searching
+                return best  # the moves hardly vary (or vary little enough): stop searching
+            last = (target, nudge, b, o)
+        if times >= FIT_FROM and last is not None:
+            target, nudge, b, o = last
+            placed = _aligned_edges(d, h, nodes, nudge, b[0], o)
+            if placed is not None:
+                nodes2, nudge2, frozen, target = placed
+                b2 = bins(nodes2, nudge2)
+                o2 = np.maximum(_offsets(nodes2[:-1], b2[0], b2[1], h), b2[3])
+                _, b2, o2 = nudged(nodes2, nudge2, b2, o2, target, frozen)
+                f = _best_offset(o2, b2[0], times)
+                if f[3] < best[0]:
+                    best = (f[3], b2, f, o2, nodes2)
         return best
 
     b_first = bins(idx)
     if times < FIT_FROM:
         o = np.maximum(_offsets(lo_edges, b_first[0], b_first[1], h), b_first[3])
         f = _best_offset(o, b_first[0], times)
-        best = (f[3], b_first, f, o)
+        best = (f[3], b_first, f, o, idx)
     else:
         best = fit(idx, b_first)
     if times >= FIT_FROM and b_first[0].size > 4 and not good(best[2]) and best[2][2] > MERGE_FIT:
@@ -392,15 +419,12 @@ def discretise_lower(
         # heaviest bin with a neighbour (any coarser partition is still a post-processing) often
         # costs less than their moves do.
         i = int(np.argmax(b_first[0]))
-        chosen = idx
         for drop in ([i], [i + 1], [i, i + 1], [i - 1, i + 1]):
             if all(0 < e < idx.size - 1 for e in drop):
-                nodes = np.delete(idx, drop)
-                cand = fit(nodes)
+                cand = fit(np.delete(idx, drop))
                 if cand[0] < best[0]:
-                    best, chosen = cand, nodes
-        idx = chosen
-    _, (P, Q, above, _, top_gap), (c, _, _, _), off = best
+                    best = cand
+    _, (P, Q, above, _, top_gap), (c, _, _, _), off, idx = best
     lo_edges = idx[:-1]
     # Grid point (k + c)h at or below each atom, k relative to j0; the move credited from the same
     # rounded offset that places it.
@@ -432,6 +456,111 @@ def _offsets(lo_edges: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float) -> np
         # Lowered by the rounding of both logarithms, their difference and the offset's subtraction.
         ell = ell - 4 * _U * (np.abs(lp) + np.abs(lq) + np.abs(ell) + np.abs(e_lo) + 1.0)
     return np.where(ok, (ell - e_lo) / h, 0.0)
+
+
+#: :func:`_aligned_edges` places at most this many edges on each side of the heaviest bin ...
+ALIGN_BINS = 24
+#: ... and stops where the P-mass beyond its last edge is below this.
+ALIGN_REST = 1e-6
+
+
+def _atoms_from(d: Direction, a: float, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(P/Q) of the bin between the loss ``a`` and each loss in ``xs`` (NaN where a measure is 0), and
+    the P-mass beyond each x (above it, or below). For choosing edges only: the bins used are computed
+    again, with their error bounds."""
+    t = d.cdf(np.concatenate([[a], xs]))
+    up = xs > a
+
+    def mass(f, s_, ef, es):
+        by_f = np.where(up, f[1:] - f[0], f[0] - f[1:])
+        by_s = np.where(up, s_[0] - s_[1:], s_[1:] - s_[0])
+        return np.where(ef[0] + ef[1:] <= es[0] + es[1:], by_f, by_s)
+
+    P = mass(t.fp, t.sp, t.efp, t.esp)
+    Q = mass(t.fq, t.sq, t.efq, t.esq)
+    with np.errstate(all="ignore"):
+        atom = np.where((P > 0) & (Q > 0), np.log(np.maximum(P, 1e-300)) - np.log(np.maximum(Q, 1e-300)), np.nan)
+    return atom, np.where(up, t.sp[1:], t.fp[1:])
+
+
+#: :func:`_edge_for` looks for an edge among this many points, twice (the second time between the
+#: two points of the first that bracket it).
+EDGE_POINTS = 128
+
+
+def _edge_for(d: Direction, h: float, a: float, v: float, reach: float) -> tuple[float, float] | None:
+    """The edge x (cells; beyond v, within ``reach`` cells of ``a``) at which the bin between a and x has
+    its atom at v (cells), to within reach/EDGE_POINTS² of x — the atom lies strictly between the
+    bin's edges and moves monotonically with x (the bin takes in higher losses, or lower ones) —
+    and the P-mass beyond x. None where no such x is found."""
+    sign = 1.0 if v > a else -1.0
+    lo, hi = v, a + sign * reach
+    if sign * (hi - lo) <= 0:
+        return None
+    for _ in range(2):
+        xs = lo + (hi - lo) * np.linspace(0.0, 1.0, EDGE_POINTS + 1)[1:]
+        atom, beyond = _atoms_from(d, a * h, xs * h)
+        g = sign * (atom / h - v)  # below 0 until the crossing
+        ok = np.flatnonzero(g >= 0)
+        if ok.size == 0 or not np.all(np.isfinite(g[: ok[0] + 1])):
+            return None
+        j = int(ok[0])
+        lo, hi = (lo if j == 0 else float(xs[j - 1])), float(xs[j])
+    return hi, float(beyond[j])
+
+
+def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray, P: np.ndarray, off: np.ndarray):
+    """Edges next to the heaviest bin placed one at a time so that each bin's atom sits at a point
+    m + τ (cells), τ the heaviest bin's own offset (``off``, from its lower node): going up, each
+    bin's lower edge is the last one placed and its upper edge is solved for (:func:`_edge_for`);
+    going down, the mirror image. (Where most of the mass sits against an end of the
+    support — the bulk of a small sampling rate — the atoms there hardly move with the edges the
+    linear nudges correct, and their offsets stay apart by a few hundredths of a cell: a give-back of
+    √(2·T·var·L) that does not shrink with the grid.) Returns (nodes, nudges, frozen, τ) with the
+    placed edges spliced in among the others (each node the nearest grid index, its nudge the rest),
+    or None where nothing was placed."""
+    edges = nodes + nudge
+    i = int(np.argmax(P))
+    target = float(off[i] % 1.0)
+    placed_up, placed_down = [], []
+    a = float(edges[i + 1])
+    top = float(edges[-2]) if edges.size > 2 else float(edges[-1])
+    for _ in range(ALIGN_BINS):
+        v = target + np.ceil(a + 0.25 - target)
+        got = _edge_for(d, h, a, v, 4.0)
+        if got is None or got[0] >= top - 1.0:
+            break
+        a = got[0]
+        placed_up.append(a)
+        if got[1] < ALIGN_REST:
+            break
+    b = float(edges[i])
+    bottom = float(edges[1]) if edges.size > 2 else float(edges[0])
+    for _ in range(ALIGN_BINS):
+        v = target + np.floor(b - 0.25 - target)
+        got = _edge_for(d, h, b, v, 4.0)
+        if got is None or got[0] <= bottom + 1.0:
+            break
+        b = got[0]
+        placed_down.append(b)
+        if got[1] < ALIGN_REST:
+            break
+    if not placed_up and not placed_down:
+        return None
+    lo_new = placed_down[-1] if placed_down else float(edges[i])
+    hi_new = placed_up[-1] if placed_up else float(edges[i + 1])
+    below = edges[edges < lo_new - 0.5]
+    above = edges[edges > hi_new + 0.5]
+    mid = np.array(placed_down[::-1] + [float(edges[i]), float(edges[i + 1])] + placed_up)
+    new = np.concatenate([below, mid, above])
+    # (Edges well apart: formed again as node + nudge, they keep their order.)
+    if not np.all(np.diff(new) > 1e-6) or new[0] != edges[0] or new[-1] != edges[-1]:
+        return None
+    n_new = np.floor(new + 0.5).astype(np.int64)
+    n_new[0], n_new[-1] = nodes[0], nodes[-1]
+    frozen = np.zeros(new.size, dtype=bool)
+    frozen[below.size : below.size + mid.size] = True
+    return n_new, new - n_new, frozen, target
 
 
 def _best_offset(off: np.ndarray, p: np.ndarray, times: int) -> tuple[float, float, float, float]:
