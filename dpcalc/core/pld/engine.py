@@ -214,6 +214,11 @@ def _eps_dirs(
     tail = _tail_for(mechs, float(delta.min()), share)
     fine = 0.0 if quick else _tail_for(mechs, float(delta.min()))
     width = float(stats.get("width", 0.0)) if stats is not None else 0.0
+    if width > 0 and stats is not None and stats.get("target", 0.0) > 0:
+        # The width asked for as known from a certified end (the Chernoff guess behind "width" can be
+        # many times the answer: 40× at q = 6.2e-5, σ = 0.302, 613 steps, δ = 0.007, where a lower
+        # end's fit sized to it gave back 4e-4 of ε, four times the width).
+        width = min(width, float(stats["target"]))
     for k, parts in _discretised(mechs, h, kind, tail, dirs, widest, fine_tails=fine, width=width):
         best = np.full(delta.shape, -np.inf if sign < 0 else 0.0)
         gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
@@ -802,6 +807,7 @@ def _once(
     gap0 = float(np.max(up_dir.max(axis=0) - np.nanmax(lo_dir, axis=0)))
     moved = {"upper": np.inf if h_up >= h_lo else 0.75 * (h_up / h_lo) ** 2 * gap0, "lower": np.inf}
     stuck: set = set()
+    refined_up = False
 
     for _ in range(40):
         up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
@@ -812,6 +818,13 @@ def _once(
         if not sides:
             break
         kind = max(sides, key=lambda k: moved[k])
+        short = float(np.max(up - lo - target(up)))
+        if kind == "upper" and "lower" in sides and refined_up and moved["upper"] / 3 < short:
+            # The upper end's halvings move it about 4× less each time: all the rest of them (about a
+            # third of its last move) would not close what is missing. The lower end goes next, even
+            # where its last halving did not raise it (a lower end's give-back is not monotone in h);
+            # the upper end is refined again where the lower end cannot go further.
+            kind = "lower"
         # The refinements' tilts centre at or below the current upper end (certified, and usually within
         # the width of the answer), not at the Chernoff level: that can sit far above the answer (few
         # steps, bounded losses), and a centre far above the reads weighs the round-off by up to
@@ -827,6 +840,7 @@ def _once(
                     h_dir[k] /= 2
                     up_dir[k] = np.minimum(up_dir[k], new)
                 moved[kind] = _moved(up, up_dir.max(axis=0))
+                refined_up = True
                 top = up_dir.max(axis=0)
                 with np.errstate(invalid="ignore"):
                     missing = float(np.nanmax(top - np.nanmax(lo_dir, axis=0) - target(top)))
