@@ -69,7 +69,7 @@ MERGE_FIT = 1e-3
 #: per step, hardly concentrate over few steps, and the nudging costs a dozen evaluations of the tails).
 FIT_FROM = 64
 
-#: Linear corrections of the nudged edges per target (see :func:`discretise_lower`).
+#: Linear corrections of the nudged edges per target (see ``fit`` in :func:`discretise_lower`).
 FIT_ROUNDS = 2
 
 #: Widest tail bin (loss units), unless the grid itself is coarser.
@@ -297,11 +297,13 @@ def discretise_lower(
     under P are recorded: over many steps the total move concentrates
     around its mean, which :func:`.errors.lower_shift` gives back. The
     shift c is chosen (among the atoms' own offsets) to make that give-back
-    largest for ``times`` steps. The tail bins are those of
-    :func:`node_edges` (still a partition; each atom still moves by less
-    than h). The search for the best nudging stops once the spread part of the give-back penalty,
-    √(2·times·var·L) in cells, is at most ``enough`` (the engine passes a quarter of the width asked
-    for, in cells: a better fit would not change whether the width is met).
+    largest for ``times`` steps. The edges are :func:`node_edges`' nodes,
+    nudged within a cell so that the atoms share an offset, and where that
+    leaves the moves varying, the edges next to the heaviest bin placed one
+    by one (:func:`_aligned_edges`) — any partition is a post-processing, and
+    each atom still moves by less than h. The search for the best fit stops once the spread part of
+    the give-back penalty, √(2·times·var·L) in cells, is at most ``enough`` (the engine passes a
+    quarter of the width asked for, in cells: a better fit would not change whether the width is met).
     """
     idx = node_edges(d, h, tail, widest)
     j0 = int(idx[0])
@@ -460,8 +462,11 @@ def _offsets(lo_edges: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float) -> np
 
 #: :func:`_aligned_edges` places at most this many edges on each side of the heaviest bin ...
 ALIGN_BINS = 24
-#: ... and stops where the P-mass beyond its last edge is below this.
+#: ... and stops where the P-mass beyond its last edge is below this. A neighbour of the heaviest bin
+#: holding at least ABSORB_SHARE of its mass whose atom cannot be placed joins it (up to ABSORB on each side).
 ALIGN_REST = 1e-6
+ABSORB_SHARE = 0.01
+ABSORB = 2
 
 
 def _atoms_from(d: Direction, a: float, xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -513,18 +518,44 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
     """Edges next to the heaviest bin placed one at a time so that each bin's atom sits at a point
     m + τ (cells), τ the heaviest bin's own offset (``off``, from its lower node): going up, each
     bin's lower edge is the last one placed and its upper edge is solved for (:func:`_edge_for`);
-    going down, the mirror image. (Where most of the mass sits against an end of the
-    support — the bulk of a small sampling rate — the atoms there hardly move with the edges the
-    linear nudges correct, and their offsets stay apart by a few hundredths of a cell: a give-back of
-    √(2·T·var·L) that does not shrink with the grid.) Returns (nodes, nudges, frozen, τ) with the
+    going down, the mirror image. A neighbour holding a share of the anchor's mass whose own atom
+    cannot be placed first joins the anchor (the pile against the support's end beside the heaviest
+    bin). (Where most of the mass sits against an end of the support — the bulk of a small sampling
+    rate — the atoms there hardly move with the edges the linear nudges correct, and their offsets
+    stay apart by a few hundredths of a cell: a give-back of √(2·T·var·L) that does not shrink with
+    the grid.) Returns (nodes, nudges, frozen, τ) with the
     placed edges spliced in among the others (each node the nearest grid index, its nudge the rest),
     or None where nothing was placed."""
     edges = nodes + nudge
     i = int(np.argmax(P))
     target = float(off[i] % 1.0)
-    placed_up, placed_down = [], []
-    a = float(edges[i + 1])
+    lo_a, hi_a = float(edges[i]), float(edges[i + 1])  # the anchor bin
     top = float(edges[-2]) if edges.size > 2 else float(edges[-1])
+    bottom = float(edges[1]) if edges.size > 2 else float(edges[0])
+    # A neighbour holding a share of the anchor's mass whose own atom cannot be placed (the pile against
+    # the support's end just below the heaviest bin: its atom stays at the end whatever its upper edge)
+    # joins the anchor, whose atom then sets the offset.
+    lo_i, hi_i, mass = i, i, float(P[i])  # the anchor's bins, and its P-mass
+    for side in (-1, 1):
+        for _ in range(ABSORB):
+            j = lo_i - 1 if side < 0 else hi_i + 1
+            if not (1 <= j < P.size - 1) or P[j] < ABSORB_SHARE * mass:
+                break
+            near = lo_a if side < 0 else hi_a
+            v = target + (np.floor(near - 0.25 - target) if side < 0 else np.ceil(near + 0.25 - target))
+            if _edge_for(d, h, near, v, 4.0) is not None:
+                break
+            if side < 0:
+                lo_i, lo_a = j, float(edges[j])
+            else:
+                hi_i, hi_a = j, float(edges[j + 1])
+            mass += float(P[j])
+            atom = _atoms_from(d, lo_a * h, np.array([hi_a * h]))[0][0] / h
+            if not np.isfinite(atom):
+                return None
+            target = float(atom % 1.0)
+    placed_up, placed_down = [], []
+    a = hi_a
     for _ in range(ALIGN_BINS):
         v = target + np.ceil(a + 0.25 - target)
         got = _edge_for(d, h, a, v, 4.0)
@@ -534,8 +565,7 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
         placed_up.append(a)
         if got[1] < ALIGN_REST:
             break
-    b = float(edges[i])
-    bottom = float(edges[1]) if edges.size > 2 else float(edges[0])
+    b = lo_a
     for _ in range(ALIGN_BINS):
         v = target + np.floor(b - 0.25 - target)
         got = _edge_for(d, h, b, v, 4.0)
@@ -547,13 +577,15 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
             break
     if not placed_up and not placed_down:
         return None
-    lo_new = placed_down[-1] if placed_down else float(edges[i])
-    hi_new = placed_up[-1] if placed_up else float(edges[i + 1])
+    lo_new = placed_down[-1] if placed_down else lo_a
+    hi_new = placed_up[-1] if placed_up else hi_a
     below = edges[edges < lo_new - 0.5]
     above = edges[edges > hi_new + 0.5]
-    mid = np.array(placed_down[::-1] + [float(edges[i]), float(edges[i + 1])] + placed_up)
+    mid = np.array(placed_down[::-1] + [lo_a, hi_a] + placed_up)
     new = np.concatenate([below, mid, above])
-    # (Edges well apart: formed again as node + nudge, they keep their order.)
+    # (Placed edges are a quarter cell apart or more, and the others keep their nodes and nudges, within
+    # ±0.45 of a cell — and the nudges that follow keep them there: formed again as node + nudge, the
+    # edges keep their order. The check is a guard.)
     if not np.all(np.diff(new) > 1e-6) or new[0] != edges[0] or new[-1] != edges[-1]:
         return None
     n_new = np.floor(new + 0.5).astype(np.int64)

@@ -807,7 +807,6 @@ def _once(
     gap0 = float(np.max(up_dir.max(axis=0) - np.nanmax(lo_dir, axis=0)))
     moved = {"upper": np.inf if h_up >= h_lo else 0.75 * (h_up / h_lo) ** 2 * gap0, "lower": np.inf}
     stuck: set = set()
-    refined_up = False
 
     for _ in range(40):
         up, lo = up_dir.max(axis=0), np.nanmax(lo_dir, axis=0)
@@ -818,13 +817,6 @@ def _once(
         if not sides:
             break
         kind = max(sides, key=lambda k: moved[k])
-        short = float(np.max(up - lo - target(up)))
-        if kind == "upper" and "lower" in sides and refined_up and moved["upper"] / 3 < short:
-            # The upper end's halvings move it about 4× less each time: all the rest of them (about a
-            # third of its last move) would not close what is missing. The lower end goes next, even
-            # where its last halving did not raise it (a lower end's give-back is not monotone in h);
-            # the upper end is refined again where the lower end cannot go further.
-            kind = "lower"
         # The refinements' tilts centre at or below the current upper end (certified, and usually within
         # the width of the answer), not at the Chernoff level: that can sit far above the answer (few
         # steps, bounded losses), and a centre far above the reads weighs the round-off by up to
@@ -840,7 +832,6 @@ def _once(
                     h_dir[k] /= 2
                     up_dir[k] = np.minimum(up_dir[k], new)
                 moved[kind] = _moved(up, up_dir.max(axis=0))
-                refined_up = True
                 top = up_dir.max(axis=0)
                 with np.errstate(invalid="ignore"):
                     missing = float(np.nanmax(top - np.nanmax(lo_dir, axis=0) - target(top)))
