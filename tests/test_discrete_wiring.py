@@ -349,7 +349,10 @@ def test_bounded_range_takes_the_smallest_of_three_sound_engines():
     by = {r["method"]: r for r in small["rows"]}
     assert {"pld", "zcdp-rdp", "optimal-kov"} <= set(by)
     assert tightest(small)["method"] in ("zcdp-rdp", "rdp")
-    assert 2.6112 <= by["pld"]["epsilon_lower"] <= by["pld"]["epsilon"] <= 2.6119
+    # Certified within the width asked (0.1 %): the lower end stops where that is met (2.61025 since the
+    # lower fit's placed edges met it a halving earlier; 2.61125 on the grid after that).
+    assert 2.6100 <= by["pld"]["epsilon_lower"] <= by["pld"]["epsilon"] <= 2.6119
+    assert by["pld"]["epsilon"] - by["pld"]["epsilon_lower"] <= 1e-3 * by["pld"]["epsilon"]
     assert by["zcdp-rdp"]["epsilon"] == pytest.approx(2.4191, abs=1e-4)
     assert by["optimal-kov"]["epsilon"] == pytest.approx(4.7746, abs=1e-4)
     big = rows("compose", "bounded-range", "--epsilon", "1", "--times", "10", "--delta", "1e-6")
