@@ -4,8 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
-from dp_accounting.pld import pld_privacy_accountant as P
+from peers import dpa_epsilon as _dpa
 from scipy import optimize, stats
 
 from dpcalc.core import pld, sgd
@@ -93,12 +92,6 @@ def test_split_interval_contains_the_exact_gaussian_composition(mu, t, delta, h,
     lo, up = E._by_jumps([(gaussian(mu), t)], delta, 0.0, 2 * exact + 1e-3, h, 1e-3, 1e-4, check=False)
     assert lo <= exact <= up
     assert up - lo <= rel * exact
-
-
-def _dpa(q, s, t, d, h):
-    acc = P.PLDAccountant(value_discretization_interval=h)
-    acc.compose(PoissonSampledDpEvent(q, GaussianDpEvent(s)), t)
-    return acc.get_epsilon(d)
 
 
 @pytest.mark.parametrize(

@@ -3,8 +3,7 @@ small sampling rates at large δ, where the give-back of the moves decides the l
 
 import numpy as np
 import pytest
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
-from dp_accounting.pld import pld_privacy_accountant as P
+from peers import dpa_epsilon as _dpa
 
 from dpcalc.core import pld, sgd
 from dpcalc.core.pld import discretise as D
@@ -50,12 +49,6 @@ def test_placed_edges_line_the_pile_up_with_the_rest(k, monkeypatch):
     assert placed.p.sum() + placed.p_inf <= 1.0 + 1e-12
     eps = np.concatenate([np.linspace(-1e-4, 2e-3, 120), np.linspace(2e-3, 3.0, 80)])
     assert np.all(_delta_of(placed, eps) <= _hockey(direction, eps) + 1e-15)
-
-
-def _dpa(q, s, t, d, h):
-    acc = P.PLDAccountant(value_discretization_interval=h)
-    acc.compose(PoissonSampledDpEvent(q, GaussianDpEvent(s)), t)
-    return acc.get_epsilon(d)
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
-from dp_accounting.pld import pld_privacy_accountant as P
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from peers import dpa_epsilon as _dpa
 
 from dpcalc.core import composition, gdp, laplace, pld, sgd
 from dpcalc.core.pld import compose as C
@@ -106,12 +105,6 @@ def test_saturated_tilt_falls_back_to_the_lower_end():
     assert next_centre[0] > 0.85
     # A guess given explicitly is kept as it is.
     assert C.choose_tilts(parts, np.log([0.1]), guess=np.array([2.0]), fallback=np.array([0.85]))[0][0] == lam_big
-
-
-def _dpa(q, s, t, d, h=1e-4):
-    acc = P.PLDAccountant(value_discretization_interval=h)
-    acc.compose(PoissonSampledDpEvent(q, GaussianDpEvent(s)), t)
-    return acc.get_epsilon(d)
 
 
 DPSGD = [
