@@ -532,6 +532,16 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
     lo_a, hi_a = float(edges[i]), float(edges[i + 1])  # the anchor bin
     top = float(edges[-2]) if edges.size > 2 else float(edges[-1])
     bottom = float(edges[1]) if edges.size > 2 else float(edges[0])
+    solved: dict = {}
+
+    def next_edge(x: float, side: int):
+        """The edge beyond x (up: side 1, down: −1) that puts the atom of the bin from x on the next
+        point m + target at least a quarter cell away (each solved once)."""
+        v = target + (np.ceil(x + 0.25 - target) if side > 0 else np.floor(x - 0.25 - target))
+        if (x, v) not in solved:
+            solved[(x, v)] = _edge_for(d, h, x, v, 4.0)
+        return solved[(x, v)]
+
     # A neighbour holding a share of the anchor's mass whose own atom cannot be placed (the pile against
     # the support's end just below the heaviest bin: its atom stays at the end whatever its upper edge)
     # joins the anchor, whose atom then sets the offset.
@@ -541,9 +551,7 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
             j = lo_i - 1 if side < 0 else hi_i + 1
             if not (1 <= j < P.size - 1) or P[j] < ABSORB_SHARE * mass:
                 break
-            near = lo_a if side < 0 else hi_a
-            v = target + (np.floor(near - 0.25 - target) if side < 0 else np.ceil(near + 0.25 - target))
-            if _edge_for(d, h, near, v, 4.0) is not None:
+            if next_edge(lo_a if side < 0 else hi_a, side) is not None:
                 break
             if side < 0:
                 lo_i, lo_a = j, float(edges[j])
@@ -554,27 +562,18 @@ def _aligned_edges(d: Direction, h: float, nodes: np.ndarray, nudge: np.ndarray,
             if not np.isfinite(atom):
                 return None
             target = float(atom % 1.0)
-    placed_up, placed_down = [], []
-    a = hi_a
-    for _ in range(ALIGN_BINS):
-        v = target + np.ceil(a + 0.25 - target)
-        got = _edge_for(d, h, a, v, 4.0)
-        if got is None or got[0] >= top - 1.0:
-            break
-        a = got[0]
-        placed_up.append(a)
-        if got[1] < ALIGN_REST:
-            break
-    b = lo_a
-    for _ in range(ALIGN_BINS):
-        v = target + np.floor(b - 0.25 - target)
-        got = _edge_for(d, h, b, v, 4.0)
-        if got is None or got[0] <= bottom + 1.0:
-            break
-        b = got[0]
-        placed_down.append(b)
-        if got[1] < ALIGN_REST:
-            break
+    placed: dict = {}
+    for side, start, limit in ((1, hi_a, top - 1.0), (-1, lo_a, bottom + 1.0)):
+        x, placed[side] = start, []
+        for _ in range(ALIGN_BINS):
+            got = next_edge(x, side)
+            if got is None or side * (got[0] - limit) >= 0:
+                break
+            x = got[0]
+            placed[side].append(x)
+            if got[1] < ALIGN_REST:
+                break
+    placed_up, placed_down = placed[1], placed[-1]
     if not placed_up and not placed_down:
         return None
     lo_new = placed_down[-1] if placed_down else lo_a
