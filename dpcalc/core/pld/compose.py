@@ -72,6 +72,8 @@ class Composed:
     alias: float = 0.0
     #: Relative error of e^G from the round-off in forming G (see compose).
     g_rel: float = 0.0
+    #: The window's upper end x_hi: at most ``eta`` of the tilted mass lies above it (see compose).
+    x_hi: float = np.inf
 
     def losses(self) -> np.ndarray:
         return (self.k0 + np.arange(self.p.size) + self.c) * self.h
@@ -338,6 +340,7 @@ def compose(
     cut_eta: float = 1e-18,
     upper: bool = True,
     extended: int = 0,
+    pow2: bool = False,
 ) -> Composed:
     """Compose discrete PLDs (same h), each ``times`` times, by one FFT power of the tilted steps.
 
@@ -356,6 +359,10 @@ def compose(
 
     P[L = ∞] of the composition, 1 − Π(1 − p_j)^{T_j}, is formed as
     −expm1(Σ T_j log1p(−p_j)) and rounded up (``upper``) or down.
+
+    ``pow2``: a transform length that is a power of two (at most twice the window) — for runs of
+    many long-double compositions of different sizes, whose transform plans the FFT library keeps
+    (about 30 MB per million points each).
     """
     if not lam > 0:
         raise ValueError("compose needs a tilt λ > 0")
@@ -432,6 +439,8 @@ def compose(
     n = sfft.next_fast_len(k_hi - k_lo + 1, real=True)
     if extended:  # a multiple of 256, so that the low band's blocks divide it (see .spectrum)
         n = 256 * sfft.next_fast_len(-(-(k_hi - k_lo + 1) // 256), real=True)
+    if pow2:
+        n = max(1 << int(k_hi - k_lo).bit_length(), 256)
     spec = None
     log_keep = 0.0
     kappa = FFT_ERROR_PER_LEVEL * u_c * np.log2(max(n, 2))
@@ -505,4 +514,5 @@ def compose(
         read_from,
         alias,
         float(np.expm1(g_rel)),
+        float(x_hi),
     )

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import blocks, jumps
 from . import discretise as D
-from . import jumps
 from .compose import FULL, MAX_GRID, Composed, choose_tilts, compose, parts_log_mgf, spread
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import LOWER_ETA, lower_shift
@@ -544,6 +544,8 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
     those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
     intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
+    from ..._alloc import release_freed_memory
+
     a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
     miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
     if upper_only or h0 is not None or not miss.any():
@@ -562,6 +564,12 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
     if len(mechs) == 1 and 2 <= mechs[0][1] <= JUMPS_MAX_TIMES:
         for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
             lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
+        lo, up = consistent(lo, up)
+        met = within(lo, up, rel, abs_)
+    if len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1]:
+        for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
+            release_freed_memory(0)  # the earlier compositions' pages, before the blocks' own
+            lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
     return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
@@ -626,6 +634,72 @@ def _by_jumps(
             if bool(within(lo, up, rel, abs_)):
                 break
             ups, h = [], h / 2
+    except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+        pass
+    return lo, up
+
+
+#: :func:`_by_blocks`: blocks of at most BLOCK_STEPS releases (and at least BLOCK_MIN, at least
+#: BLOCK_COUNT of them; as large as fit: their roundings' give-back grows as the root of their number),
+#: composed on a grid 2^BLOCK_FINER times finer than the answer's.
+BLOCK_STEPS = 1 << 20
+BLOCK_MIN = 64
+BLOCK_COUNT = 4
+BLOCK_FINER = 2
+BLOCK_COARSER = 1
+BLOCK_GRID = 4097
+
+
+def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
+    """[lo, up] narrowed by composing T releases of one step with its bulk in blocks (:mod:`.blocks`):
+    direction 0 discretised on a grid 2^BLOCK_FINER times finer than h and split
+    (:func:`.jumps.split`), B releases of its bulk composed there and put onto h once, the terms with
+    k jumps composed on h — the lower end first, then, where the width is still missed, the upper
+    end (the other directions' upper ends from the usual composition: their far tails are light). A
+    block or term beyond the grid limit, or any other failure, keeps what was had."""
+    ((m, t),) = mechs
+    tail = _tail_for(mechs, delta, JUMPS_TAIL_SHARE)
+    width = max(rel * up, abs_)
+    ext = FULL if _EXTENDED else 0
+    k = BLOCK_FINER + BLOCK_COARSER
+    guess = 0.5 * (lo + up)
+    # Each term's curves are read at these ε (and its composition dropped): a spacing of 1/4096 of the
+    # interval, far below the width asked for.
+    grid = np.linspace(lo, up, BLOCK_GRID)
+
+    def blocked(kind: str):
+        upper = kind == "upper"
+        h_f = h / (1 << BLOCK_FINER)
+        fine = _discretise_one(m[0], h_f, kind, tail, WIDEST_BIN, tail if upper else 0.0, width, t)
+        sp = jumps.split(fine, t, delta)
+        lam = float(choose_tilts([(sp.b, t)], np.log([delta]), [guess])[0][0])
+        # The largest blocks whose window fits: the lower end gives the blocks' roundings back up to
+        # √(2·(T/B)·var·log(1/η)), var about a fine cell's square.
+        size = min(BLOCK_STEPS, 1 << int(np.floor(np.log2(max(t // BLOCK_COUNT, 1)))))
+        while size >= BLOCK_MIN:
+            try:
+                spare = jumps.TERMS - 1 if sp.j is not None else 0
+                bulk = blocks.bulk(sp, size, k, lam, upper, spare, ext)
+                return jumps.terms(sp, delta, guess, upper, ext, blocked=bulk, grid=grid)
+            except MemoryError:
+                size //= 2
+        raise MemoryError("no block of the bulk fits the grid limit")
+
+    try:
+        new_lo, _ = jumps.epsilon_bounds([], blocked("lower"), delta, lo, up)
+        if np.isfinite(new_lo):
+            lo = max(lo, new_lo)
+        if bool(within(lo, up, rel, abs_)):
+            return lo, up
+        others = 0.0
+        if len(m) > 1:
+            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
+            others = float(np.max(vals)) if np.all(np.isfinite(vals)) else np.inf
+        if not others < up:
+            return lo, up
+        _, new_up = jumps.epsilon_bounds([blocked("upper")], None, delta, lo, up)
+        if np.isfinite(new_up):
+            up = min(up, max(new_up, others))
     except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
         pass
     return lo, up

@@ -151,26 +151,37 @@ class Terms:
     upper: bool
     items: list  # (log C(T, k), Reader, give-back s_k, absolute price C(T, k)·mass_k·η_k)
     extra: float  # upper: the left-out terms and the infinite paths; lower: the infinite paths
+    #: Where set, each item holds its term's log δ-curve read at these ε (less s_k) instead of a Reader.
+    grid: np.ndarray | None = None
 
 
-def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL) -> Terms:
-    """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``."""
+def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL, blocked=None, grid=None) -> Terms:
+    """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``.
+    ``blocked``: the split's bulk in blocks on a coarser grid (:class:`.blocks.Bulk`), the jumps moved
+    onto it; a lower term then gives back three families of moves, at a third of its η each.
+    ``grid``: each term's curve is read at these ε once and its composition dropped (the terms of a
+    large composition need not be held together); :func:`epsilon_bounds` then answers on the grid."""
     T = sp.times
     kmax = TERMS if sp.j is not None else 1
     items = []
     for k in range(min(kmax, T + 1)):
-        parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
+        if blocked is not None:
+            parts = blocked.parts(T - k) + ([(blocked.jump, k)] if k > 0 else [])
+            families = blocked.families(T - k)
+        else:
+            parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
+            families = []
         if any(x is None or not np.any(x.p > 0) for x, _ in parts):
             continue  # a part with no mass taken t > 0 times: the term is the zero measure
         log_c = math.log(math.comb(T, k))
         lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
-        give = 0.0 if upper else sum(t * x.move_mean for x, t in parts)
+        give = 0.0 if upper else sum(t * x.move_mean for x, t in parts) + sum(f[0] for f in families)
         level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
         eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
         cp = None
-        for attempt in range(COARSER + 1):
+        for attempt in range(COARSER + 1 if blocked is None else 1):
             try:
-                cp = compose(parts, lam=lam, eta=eta, upper=upper, extended=extended)
+                cp = compose(parts, lam=lam, eta=eta, upper=upper, extended=extended, pow2=blocked is not None)
                 break
             except MemoryError:
                 if attempt < COARSER:
@@ -184,37 +195,82 @@ def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FU
             # Under P: the term's mass is at most C(T, k)·ι^k (the bulk's share <= 1), η_k of it given up.
             weight = math.comb(T, k) * sp.iota**k * (1 + 4 * _U) if k else 1.0
             eta_k = min(LOWER_ETA * delta / TERMS / weight, 0.5)
-            s_k = lower_shift(cp.move_mean, cp.move_var, cp.move_b, eta_k)
+            if families:
+                share = eta_k / (len(families) + 1)
+                s_k = lower_shift(cp.move_mean, cp.move_var, cp.move_b, share)
+                s_k = (s_k + sum(lower_shift(m, v, b, share) for m, v, b in families)) * (1 - 4 * _U)
+            else:
+                s_k = lower_shift(cp.move_mean, cp.move_var, cp.move_b, eta_k)
             price = weight * eta_k if s_k > 0 else 0.0
-        items.append((log_c * (1 + 4 * _U) if upper else log_c * (1 - 4 * _U), Reader(cp), s_k, price))
+        r = Reader(cp)
+        if grid is not None:
+            e = np.asarray(grid, float) - s_k
+            r = r.log_delta(r.index_after(e), e, 1.0 if upper else -1.0)
+        items.append((log_c * (1 + 4 * _U) if upper else log_c * (1 - 4 * _U), r, s_k, price))
+        del cp
     inf_paths = -math.expm1(T * math.log1p(-min(sp.p_inf, 1.0)))
     if upper:
         extra = (inf_paths * (1 + 8 * _U) + sp.rest) * (1 + 4 * _U)
     else:
         extra = inf_paths * (1 - 8 * _U)
-    return Terms(upper, items, extra)
+    return Terms(upper, items, extra, None if grid is None else np.asarray(grid, float))
+
+
+def _summed(tm: Terms, lds: list, shape) -> np.ndarray:
+    """The summed upper (or lower) δ-curve from each term's log δ (arrays of one shape)."""
+    total = np.full(shape, tm.extra)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for (log_c, _, _, price), ld in zip(tm.items, lds):
+            fin = np.isfinite(ld)
+            # exp of a rounded sum: relative error at most u·(|ld| + log C + 2), twice for margin.
+            rel = np.where(fin, 2 * _U * (np.abs(ld) + log_c + 2.0), 0.0)
+            if tm.upper:
+                total = total + np.exp(np.minimum(ld + log_c, 700.0)) * (1 + rel)
+            else:
+                total = total + np.where(fin, np.exp(ld + log_c) * (1 - rel), 0.0) - price * (1 + 4 * _U)
+    n = len(tm.items) + 2
+    if tm.upper:
+        return total * (1 + n * _U)
+    return np.where(total > 0, total * (1 - n * _U), total * (1 + n * _U))
 
 
 def curve(tm: Terms, eps: float) -> float:
-    """The summed upper (or lower) δ-curve at ε."""
-    total = tm.extra
-    for log_c, r, s_k, price in tm.items:
+    """The summed upper (or lower) δ-curve at ε (a point of the terms' grid, where they have one)."""
+    if tm.grid is not None:
+        i = int(np.searchsorted(tm.grid, eps))
+        if not (i < tm.grid.size and tm.grid[i] == eps):
+            raise ValueError("the terms were read on a grid: ε must be one of its points")
+        return float(_summed(tm, [r[i : i + 1] for _, r, _, _ in tm.items], (1,))[0])
+    lds = []
+    for _, r, s_k, _ in tm.items:
         e = np.array([eps - s_k])
-        ld = float(r.log_delta(r.index_after(e), e, 1.0 if tm.upper else -1.0)[0])
-        # exp of a rounded sum: relative error at most u·(|ld| + log C + 2), twice for margin.
-        rel = 2 * _U * (abs(ld) + log_c + 2.0) if np.isfinite(ld) else 0.0
-        if tm.upper:
-            total += math.exp(min(ld + log_c, 700.0)) * (1 + rel)
-        else:
-            total += (math.exp(ld + log_c) * (1 - rel) if np.isfinite(ld) else 0.0) - price * (1 + 4 * _U)
-    n = len(tm.items) + 2
-    return total * (1 + n * _U) if tm.upper else total * (1 - n * _U) if total > 0 else total * (1 + n * _U)
+        lds.append(r.log_delta(r.index_after(e), e, 1.0 if tm.upper else -1.0))
+    return float(_summed(tm, lds, (1,))[0])
+
+
+def _bounds_on_grid(ups: list[Terms], low: Terms | None, delta: float):
+    """:func:`epsilon_bounds` for terms read on one grid: the smallest grid point where every upper curve
+    is at most δ, and the largest where the lower curve is above it (NaN where none is)."""
+    grid = (ups[0] if ups else low).grid
+    new_up = new_lo = float("nan")
+    if ups:
+        ok = np.all([_summed(tm, [r for _, r, _, _ in tm.items], grid.shape) <= delta for tm in ups], axis=0)
+        if ok.any():
+            new_up = float(grid[np.argmax(ok)])
+    if low is not None:
+        above = _summed(low, [r for _, r, _, _ in low.items], grid.shape) > delta
+        if above.any():
+            new_lo = float(grid[grid.size - 1 - np.argmax(above[::-1])])
+    return new_lo, new_up
 
 
 def epsilon_bounds(ups: list[Terms], low: Terms | None, delta: float, lo: float, up: float, steps: int = 60):
     """Bisection between a known lower end ``lo`` and upper end ``up``: the smallest ε found where every
     upper curve (one per direction) is at most δ, and the largest where the lower curve is above it.
-    Returns (lower, upper), each NaN where the curves do not improve on the ends given."""
+    Returns (lower, upper), each NaN where the curves do not improve on the ends given. Terms read on a
+    grid (:func:`terms`) are answered on it."""
+    if any(tm.grid is not None for tm in [*ups, low] if tm is not None):
+        return _bounds_on_grid(ups, low, delta)
     new_up = float("nan")
     if ups and all(curve(tm, up) <= delta for tm in ups):
         a, b = lo, up  # b: checked

@@ -1,0 +1,156 @@
+"""A narrow step's bulk composed in blocks on a finer grid (dpcalc.core.pld.blocks, engine._by_blocks)."""
+
+import math
+
+import numpy as np
+import pytest
+from peers import dpa_epsilon as _dpa
+from scipy import optimize, stats
+
+from dpcalc.core import pld, sgd
+from dpcalc.core.pld import blocks as B
+from dpcalc.core.pld import compose as C
+from dpcalc.core.pld import discretise as D
+from dpcalc.core.pld import engine as E
+from dpcalc.core.pld import jumps as J
+from dpcalc.core.pld.mechanisms import gaussian, subsampled_gaussian
+
+
+def _delta(d, eps):
+    """δ(ε) of a discrete step read straight from its masses (no allowances)."""
+    ell = d.losses()
+    with np.errstate(over="ignore"):
+        return float(np.sum(d.p * np.maximum(-np.expm1(eps - ell), 0.0))) + d.p_inf
+
+
+def _fine_block(d, times, lam):
+    """The same block composed on the fine grid and untilted (the reference the coarse blocks bound)."""
+    cp = C.compose([(d, times)], lam=lam, eta=1e-24, upper=True, extended=C.FULL)
+    ell = (cp.k0 + np.arange(cp.p.size) + cp.c) * d.h
+    with np.errstate(over="ignore"):
+        p = cp.p * np.exp(cp.g - lam * ell)
+    return D.Discrete(d.h, cp.k0, cp.c, p, cp.p_inf)
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_block_moves_its_losses_the_safe_way(k):
+    # The upper block (connect the dots onto the coarse nodes, the error bound added) has every δ(ε) at
+    # least the fine composition's; the lower block (error bound taken off, masses moved down) at most.
+    # (The bulk of a split step, tilted for 4096 releases at δ = 1e-8, as the engine's blocks are.)
+    d = subsampled_gaussian(1e-3, 0.7)[0]
+    h, times, t, delta = 2.0**-16, 512, 4096, 1e-8
+    up_step = J.split(D.discretise_upper(d, h, 1e-16), t, delta).b
+    low_step = J.split(D.discretise_lower(d, h, 1e-16, times=t), t, delta).b
+    lam = float(C.choose_tilts([(low_step, t)], np.log([delta]), [0.5])[0][0])
+    up = B.block(up_step, times, k, lam, True)[0]
+    low, law = B.block(low_step, times, k, lam, False)
+    ref_up = _fine_block(up_step, times, lam)
+    ref_low = _fine_block(low_step, times, lam)
+    assert up.h == low.h == h * 2**k
+    for eps in np.linspace(0.0, 0.6, 25):
+        assert _delta(up, eps) >= _delta(ref_up, eps) * (1 - 1e-12)
+        assert _delta(low, eps) <= _delta(ref_low, eps) * (1 + 1e-12)
+    # The rounding's law: each mass moved by a whole number of fine cells below 2^k, its mean bracketed.
+    mean_lo, second_hi, mean_hi = law
+    ell = ref_low.losses()
+    node = (np.floor((ell / h - ref_low.c) / 2**k + 1e-9) * 2**k + ref_low.c) * h
+    moved = ell - node
+    mass = float(np.sum(ref_low.p))
+    mean = float(np.sum(ref_low.p * moved)) / mass
+    assert 0.0 <= mean_lo <= mean <= mean_hi < 2**k * h
+    assert second_hi >= float(np.sum(ref_low.p * moved * moved)) / mass
+    assert mean_hi - mean_lo < 1e-6 * mean
+
+
+def test_the_bulks_families_carry_every_blocked_release_and_every_block():
+    # Term k takes T − k releases of the bulk: whole blocks, the leftover block, and single releases (moved
+    # onto the coarse grid, their moves in their step). The families must count every blocked release's
+    # fine move and every block's rounding: (total mean, total variance, b) with the variance at least
+    # the blocks' rounding variance — a family that under-counts its variance gives back too much.
+    d = subsampled_gaussian(1e-3, 0.7)[0]
+    h, t, delta = 2.0**-16, 5000, 1e-8
+    sp = J.split(D.discretise_lower(d, h, 1e-16, times=t), t, delta)
+    lam = float(C.choose_tilts([(sp.b, t)], np.log([delta]), [0.5])[0][0])
+    bulk = B.bulk(sp, 1024, 2, lam, False, J.TERMS - 1)
+    assert (bulk.count, bulk.left) == divmod(t - (J.TERMS - 1), 1024) and bulk.leftover is not None
+    for k in range(J.TERMS):
+        parts = bulk.parts(t - k)
+        assert (
+            sum(n * (bulk.size if x is bulk.block else 1) for x, n in parts if x is not bulk.leftover) + (bulk.left)
+            == t - k
+        )
+        (m_a, v_a, b_a), (m_b, v_b, b_b) = bulk.families(t - k)
+        n = bulk.count * bulk.size + bulk.left
+        assert m_a == pytest.approx(n * sp.b.move_mean, rel=1e-12) and v_a >= n * sp.b.move_var
+        assert b_a >= sp.b.move_mean
+        laws = [bulk.laws[0]] * bulk.count + [bulk.laws[1]]
+        assert m_b == pytest.approx(sum(law[0] for law in laws), rel=1e-12)
+        assert v_b >= sum(law[1] - law[2] ** 2 for law in laws) > 0
+        assert b_b >= max(law[2] for law in laws)
+    with pytest.raises(ValueError):
+        bulk.parts(t - J.TERMS)
+
+
+def _gaussian_eps(mu, delta):
+    def f(e):
+        return stats.norm.sf(e / mu - mu / 2) - math.exp(e) * stats.norm.sf(e / mu + mu / 2) - delta
+
+    return optimize.brentq(f, 0.0, 100.0, xtol=1e-14, rtol=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("sigma", "t", "delta", "h"), [(1000.0, 10**6, 1e-6, 2.0**-12), (300.0, 2 * 10**5, 1e-9, 2.0**-12)]
+)
+def test_the_blocked_interval_contains_the_exact_gaussian_composition(sigma, t, delta, h):
+    # T Gaussian steps (μ-GDP with μ = √T/σ): the exact ε is known; the blocked route, started from a
+    # bracket 10 % wide, must narrow it to a fraction of a percent and keep the exact value inside.
+    exact = _gaussian_eps(math.sqrt(t) / sigma, delta)
+    lo, up = E._by_blocks([(gaussian(1.0 / sigma), t)], delta, 0.9 * exact, 1.1 * exact, h, 1e-3, 1e-4)
+    assert lo <= exact <= up
+    assert up - lo < 2e-3 * exact
+
+
+@pytest.mark.parametrize(
+    ("q", "sigma", "t", "delta", "h"), [(1e-3, 0.8, 8192, 1e-6, 2.0**-15), (5e-4, 1.0, 50000, 1e-5, 2.0**-16)]
+)
+def test_the_blocked_interval_overlaps_the_usual_one_and_sits_below_dp_accounting(q, sigma, t, delta, h):
+    # Subsampled steps with jumps split off: both ends of the blocked route are certified, so they must
+    # overlap the usual engine's narrow interval — within a few 1e-4 of it — and the lower end stay
+    # below dp-accounting's pessimistic (connect the dots) answer.
+    m = [(subsampled_gaussian(q, sigma), t)]
+    ref = pld.epsilon(m, delta, rel=1e-4, abs_=1e-5)
+    ref_lo, ref_up = float(ref.lower[0]), float(ref.upper[0])
+    lo, up = E._by_blocks(m, delta, 0.95 * ref_lo, 1.05 * ref_up, h, 1e-3, 1e-4)
+    assert lo <= ref_up and ref_lo <= up
+    assert ref_lo - lo < 3e-4 and up - ref_up < 2e-4
+    assert lo <= _dpa(q, sigma, t, delta, 1e-5) * (1 + 1e-9)
+
+
+def test_the_terms_read_on_a_grid_answer_as_the_bisection_does():
+    # Reading each term's curve on a fixed grid (and dropping its composition) gives the same ends as
+    # the bisection over the held terms, to the grid's spacing.
+    st = D.discretise_lower(subsampled_gaussian(1e-3, 0.6)[0], 2.0**-12, 1e-16, times=3000)
+    sp = J.split(st, 3000, 1e-8)
+    assert sp.j is not None
+    held = J.terms(sp, 1e-8, 3.9, False)
+    lo0, up0 = 3.0, 5.0
+    grid = np.linspace(lo0, up0, 4097)
+    read = J.terms(sp, 1e-8, 3.9, False, grid=grid)
+    a, _ = J.epsilon_bounds([], held, 1e-8, lo0, up0)
+    b, _ = J.epsilon_bounds([], read, 1e-8, lo0, up0)
+    assert lo0 < b <= a < up0 and a - b <= grid[1] - grid[0]
+    assert J.curve(read, b) > 1e-8
+    with pytest.raises(ValueError):
+        J.curve(read, b + 1e-9)
+
+
+def test_a_million_narrow_steps_at_a_tiny_delta_are_answered_within_the_width():
+    # q = 1.23e-6, σ = 0.785, 1.25e6 steps, δ = 1.05e-11: one step's loss spreads over a few cells of the
+    # finest grid that fits, and the binned lower end lagged 5e-4 behind: [0.014800, 0.015562], 7.6
+    # times the width asked for. Both ends are certified: the new interval lies inside that one.
+    q, s, t, d = 1.2285240957060973e-06, 0.7851655522407585, 1246375, 1.0525819199602743e-11
+    r = sgd.tight_interval(q, s, t, d)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert r.met[0] and r.method[0] == "pld"
+    assert up - lo <= max(1e-3 * up, 1e-4)
+    assert 0.0147999 <= lo and up <= 0.0155618
