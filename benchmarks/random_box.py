@@ -3,6 +3,7 @@
     python -m pip install -e '.[bench]'
     python benchmarks/random_box.py                  # 10 minutes, seed 20261130
     python benchmarks/random_box.py --seconds 60 --seed 1
+    python benchmarks/random_box.py --steps 1e4 1e7 --no-peers --seed 7   # long runs: dpcalc alone
 
 Draws q ∈ [1e-6, 1], σ ∈ [0.3, 100], δ ∈ [1e-12, 0.1] log-uniformly and T ∈ [1, 10⁴]
 (log-uniform; longer runs make dp-accounting slow), asks dpcalc for its certified interval and
@@ -12,6 +13,9 @@ dp-accounting for its optimistic and pessimistic PLDs (connect the dots; 2e-4 gr
 - WIDE: dpcalc's interval is wider than asked (it says so itself: ``met`` false);
 - LOWER>pess: dpcalc's lower end is above dp-accounting's pessimistic answer;
 - UPPER<opt: dpcalc's upper end is below dp-accounting's optimistic answer.
+
+With ``--no-peers`` (for ``--steps`` up to 10⁷, where dp-accounting takes minutes a point) dpcalc
+answers alone and every point is printed with its width over the width asked for and its time.
 
 The last two are leads, not verdicts: dp-accounting returns the raw loss past ε ≈ 745, and its
 FFT round-off is not bounded (at δ below about 1e-10 its answers move by 1e-3 from one grid to
@@ -32,7 +36,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=20261130)
+    ap.add_argument("--steps", type=float, nargs=2, default=(1.0, 1e4), metavar=("FROM", "TO"))
+    ap.add_argument("--no-peers", action="store_true", help="dpcalc alone: each point, its width and time")
     args = ap.parse_args()
+    log_t = (float(np.log10(args.steps[0])), float(np.log10(args.steps[1])))
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
     from dp_accounting.pld import privacy_loss_distribution as PLD
@@ -47,10 +54,21 @@ def main() -> None:
     while time.time() - t0 < args.seconds:
         q = float(10 ** rng.uniform(-6, 0))
         s = float(10 ** rng.uniform(np.log10(0.3), 2))
-        t = int(10 ** rng.uniform(0, 4))
+        t = int(10 ** rng.uniform(*log_t))
         d = float(10 ** rng.uniform(-12, -1))
+        t_run = time.time()
         r = sgd.tight_interval(q, s, t, d)
         lo, up = float(r.lower[0]), float(r.upper[0])
+        if args.no_peers:
+            counts["points"] += 1
+            counts["WIDE"] += int(not r.met[0])
+            ratio = (up - lo) / max(1e-3 * up, 1e-4)
+            print(
+                f"{q!r} {s!r} {t} {d!r} [{lo:.8g}, {up:.8g}] w/need={ratio:.2f} {r.method[0]}"
+                f"{'' if r.met[0] else ' WIDE'} {time.time() - t_run:.1f}s",
+                flush=True,
+            )
+            continue
         h = 2e-4 if s < 1 else 5e-5
         try:
             pess = PLD.from_gaussian_mechanism(s, sampling_prob=q, value_discretization_interval=h).self_compose(t)

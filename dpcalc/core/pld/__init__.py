@@ -39,6 +39,13 @@ stage:
   carry δ (small q and σ, 10⁴–10⁶ steps, δ <= 1e-9) and no tilt of the whole
   composition centres its reads, each term is tilted for itself. Used for
   answers that miss their width after the usual composition.
+* :mod:`.blocks` — for a narrow step (small q: a few cells of the grid),
+  its bulk composed in blocks of B releases on a grid 2^k times finer and
+  put onto the coarse grid once (upper: connect the dots; lower: moved
+  down, each block's rounding given back as a family of its own), the
+  jumps' terms of :mod:`.jumps` then composed on the coarse grid: the
+  coarse grid's errors come T/B times instead of T. Used for answers that
+  still miss their width after the split.
 * :mod:`.query` — δ at ε and ε at δ from suffix sums taken relative to their
   own losses (nothing over- or underflows at ε in the thousands), each read
   checked against the curve it bounds.

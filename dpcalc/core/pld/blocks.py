@@ -1,31 +1,47 @@
-"""A lower end for T releases of one narrow step: the steps' bulk composed in blocks on a finer grid.
+"""T releases of one narrow step: the step's bulk composed in blocks on a finer grid.
 
 Where one step's loss is narrow next to the grid the composition can
-afford (small q: a spread of a few cells at 10⁶ steps), the lower
-discretisation's binning drops a visible share of each step's loss
-variance, T times over, and its moves are given back only up to
-√(2·T·var·log(1/η)). Here the step is discretised on a grid 2^k times finer,
-B steps of its bulk (:func:`.jumps.split`: the losses below its far tail)
-are composed there, and each block is moved down onto the coarse grid once:
-the coarse grid's rounding comes T/B times instead of T, the fine grid's
-binning T times at 4^k less. The steps left over (T mod B of the bulk, and
-the jumps) go onto the coarse grid as they are (:func:`.jumps.coarsen_down`,
-their extra moves recorded), and the terms with k jumps are composed and read
-as in :mod:`.jumps`.
+afford (small q: a spread of a few cells at 10⁶ steps), the grid's errors
+come once per step, T times over: the lower discretisation's binning drops
+a visible share of each step's loss variance (and its moves are given back
+only up to √(2·T·var·log(1/η))), connect the dots adds about a cell's
+spread. Here the step is discretised on a grid 2^k times finer, B releases
+of its bulk (:func:`.jumps.split`: the losses below its far tail) are
+composed there, and each block is put onto the coarse grid once: the coarse
+grid's errors come T/B times instead of T, the fine grid's T times at 4^k
+less. The bulk's releases left over make one block of their own (and the up
+to three by which a term with jumps falls short of T go singly), the jumps
+go onto the coarse grid as they are (:func:`.jumps.coarsen_down` /
+:func:`.jumps.coarsen_up`), and the terms with k jumps are composed and
+read as in :mod:`.jumps`.
 
-Soundness (lower end only). Every δ(ε) read here is E[(1 − e^{ε−S})₊] of a
-measure that is monotone in each step's, and dropping mass only lowers it:
-the block is the computed B-fold composition *minus* the FFT's error bound
-at every point (the round-off bound and the wrapped tilted mass, each at
-most that at any one point), nothing outside the window, each mass moved
-down to the coarse node at or below it. Given which steps are jumps, the
-steps are independent with their part's conditional law, so the true loss
-of the binned composition is the coarse sum plus independent non-negative
-moves in three families — the blocked steps' own (fine) roundings, the
-blocks' roundings (their law read off the computed block: its mean bounded
-below, its second moment and mean above, with what the window's lower bounds
-do not hold counted at the largest move), and the jumps' — each given back by Bernstein's inequality
-(:func:`.errors.lower_shift`) at a third of the term's η.
+Soundness. Every δ(ε) read here is E[(1 − e^{ε−S})₊] of a measure that is
+multilinear in the steps' measures and monotone in each (more mass, or mass
+at a higher loss, only raises it):
+
+* Upper: the block is the computed B-fold composition of the dominating
+  fine step *plus* the FFT's error bound at every point (the round-off
+  bound and the wrapped tilted mass, each at most that at any one point);
+  of the mass outside the window (the stored step's mass to the power B,
+  less what the window's lower bounds hold) the part above it (tilted mass
+  at most BLOCK_ETA beyond x_hi) goes to +∞ and all of it also to the
+  window's first point. Each point then goes onto its two coarse nodes
+  keeping its P- and Q-mass (connect the dots): with g(y) = (1 − Cy)₊
+  convex, E[g(e^{−X})] >= g(e^{−ℓ}) for the two-point X with
+  E[e^{−X}] = e^{−ℓ}, so every δ of every composition rises.
+* Lower: the block is the computed composition *minus* the error bound at
+  every point, nothing outside the window (a sub-measure of the B-fold
+  composition of the dominated fine step), each mass moved down to the
+  coarse node at or below it. Given which steps are jumps, the steps are
+  independent with their part's conditional law, so the true loss of the
+  binned composition is the coarse sum plus independent non-negative moves
+  in three families — the blocked releases' own (fine) roundings, the
+  blocks' roundings (their law read off the computed block: its mean
+  bounded below, its second moment and mean above, with what the window's
+  lower bounds do not hold counted at the largest move), and the single
+  releases' and jumps' (recorded in their steps) — each given back by
+  Bernstein's inequality (:func:`.errors.lower_shift`) at a third of the
+  term's η.
 """
 
 from __future__ import annotations
@@ -58,12 +74,14 @@ def _masses(cp: Composed, h: float, upper: bool) -> np.ndarray:
     ell = (cp.k0 + np.arange(cp.p.size) + cp.c) * h
     err = cp.roundoff + cp.tilted_wrap
     with np.errstate(over="ignore", under="ignore"):
-        # exp of a rounded argument: relative error u·(|G| + |λℓ| + 4) at most, and G's own (g_rel).
-        rel = _U * (abs(cp.g) + np.abs(cp.lam * ell) + 4.0) + cp.g_rel
+        # exp of a rounded argument: ℓ, λℓ and G − λℓ each rounded (relative error at most
+        # u·(2|G| + 3|λℓ| + 8) of the result), and G's own (g_rel).
+        rel = _U * (2 * abs(cp.g) + 3 * np.abs(cp.lam * ell) + 8.0) + cp.g_rel
         scale = np.exp(cp.g - cp.lam * ell)
         if upper:
             return (cp.p + err) * scale * (1 + rel) * (1 + 4 * _U)
-        return np.maximum(cp.p - err, 0.0) * scale * (1 - rel) * (1 - 4 * _U)
+        less = cp.p - err
+        return np.where(less > 0, less * scale, 0.0) * (1 - rel) * (1 - 4 * _U)
 
 
 def _power(x: float, n: int, up: bool) -> float:
@@ -108,8 +126,9 @@ def block(fine: Discrete, times: int, k: int, lam: float, upper: bool, extended:
         v = w * up_share
         p = np.bincount(j - j0, weights=w - v, minlength=size) + np.bincount(j - j0 + 1, weights=v, minlength=size)
         p_inf = min((cp.p_inf + above) * (1 + 4 * _U), 1.0)
-        return Discrete(r * h, j0, cp.c / r, p * (1 + 4 * _U), p_inf), None
-    p = np.bincount(j - j0, weights=lower, minlength=size) * (1 - 4 * _U)
+        # (Each node sums up to 2r terms in turn: relative error at most (2r + 1)·u.)
+        return Discrete(r * h, j0, cp.c / r, p * (1 + (2 * r + 4) * _U), p_inf), None
+    p = np.bincount(j - j0, weights=lower, minlength=size) * (1 - (2 * r + 4) * _U)
     e = off * h  # each point's move (a whole number of fine cells: exact)
     # The law of B steps conditioned to land in ``fine``: fine^{*B}/β^B (β the step's stored mass: the
     # measure composed). What the window's lower bounds do not hold moves by less than r·h.

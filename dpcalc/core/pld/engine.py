@@ -566,7 +566,7 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
             lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
-    if len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1]:
+    if len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES:
         for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
             release_freed_memory(0)  # the earlier compositions' pages, before the blocks' own
             lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
@@ -653,10 +653,12 @@ BLOCK_GRID = 4097
 def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
     """[lo, up] narrowed by composing T releases of one step with its bulk in blocks (:mod:`.blocks`):
     direction 0 discretised on a grid 2^BLOCK_FINER times finer than h and split
-    (:func:`.jumps.split`), B releases of its bulk composed there and put onto h once, the terms with
-    k jumps composed on h — the lower end first, then, where the width is still missed, the upper
-    end (the other directions' upper ends from the usual composition: their far tails are light). A
-    block or term beyond the grid limit, or any other failure, keeps what was had."""
+    (:func:`.jumps.split`), B releases of its bulk composed there and put once onto the grid
+    2^BLOCK_COARSER·h, the terms with k jumps composed on that grid — the lower end first, then,
+    where the width is still missed, the upper end (the other directions' upper ends from the usual
+    composition on h: their far tails are light). A block or term beyond the grid limit, or any
+    other failure, keeps what was had. (For at most JUMPS_MAX_TIMES releases, as the split: 5–25 s
+    a row.)"""
     ((m, t),) = mechs
     tail = _tail_for(mechs, delta, JUMPS_TAIL_SHARE)
     width = max(rel * up, abs_)

@@ -252,6 +252,8 @@ def _bounds_on_grid(ups: list[Terms], low: Terms | None, delta: float):
     """:func:`epsilon_bounds` for terms read on one grid: the smallest grid point where every upper curve
     is at most δ, and the largest where the lower curve is above it (NaN where none is)."""
     grid = (ups[0] if ups else low).grid
+    if any(tm.grid is not grid for tm in [*ups, low] if tm is not None):
+        raise ValueError("terms read on a grid are answered together only on that one grid")
     new_up = new_lo = float("nan")
     if ups:
         ok = np.all([_summed(tm, [r for _, r, _, _ in tm.items], grid.shape) <= delta for tm in ups], axis=0)
