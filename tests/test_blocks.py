@@ -12,6 +12,7 @@ from dpcalc.core.pld import blocks as B
 from dpcalc.core.pld import compose as C
 from dpcalc.core.pld import discretise as D
 from dpcalc.core.pld import engine as E
+from dpcalc.core.pld import exact
 from dpcalc.core.pld import jumps as J
 from dpcalc.core.pld.mechanisms import gaussian, subsampled_gaussian
 
@@ -110,6 +111,18 @@ def test_the_blocked_interval_contains_the_exact_gaussian_composition(sigma, t, 
     assert up - lo < 2e-3 * exact
 
 
+def test_at_an_epsilon_in_the_hundred_thousands_the_blocked_interval_holds_the_exact_value():
+    # 10^6 Gaussian steps with σ = 2 (μ = 500, ε ≈ 128,180 at δ = 1e-10): the terms' windows start at
+    # the lower end given (cut, their alias weighed by C(T, k)), and a lower end's alias comes off the
+    # whole δ. Both ends must hold the exact value and narrow a bracket 2 % wide to 0.01 %.
+    mu = 500.0
+    lo_e, up_e = exact.gaussian_interval(np.array([mu]), np.array([1e-10]), np.array([mu]))
+    ex = float(up_e[0])
+    lo, up = E._by_blocks([(gaussian(0.5), 10**6)], 1e-10, 0.99 * ex, 1.01 * ex, 2.0**-6, 1e-3, 1e-4)
+    assert lo <= float(up_e[0]) and float(lo_e[0]) <= up
+    assert up - lo < 1e-4 * ex
+
+
 @pytest.mark.parametrize(
     ("q", "sigma", "t", "delta", "h"), [(1e-3, 0.8, 8192, 1e-6, 2.0**-15), (5e-4, 1.0, 50000, 1e-5, 2.0**-16)]
 )
@@ -154,3 +167,25 @@ def test_a_million_narrow_steps_at_a_tiny_delta_are_answered_within_the_width():
     assert r.met[0] and r.method[0] == "pld"
     assert up - lo <= max(1e-3 * up, 1e-4)
     assert 0.0147999 <= lo and up <= 0.0155618
+
+
+def test_a_lower_curve_takes_a_cut_windows_alias_off_the_whole_delta():
+    # A cut window may have wrapped mass from below the cut onto its top: at most ``alias`` of δ. A lower
+    # curve must take all of it off — off P[L = ∞] as far as that goes, the rest off the finite part
+    # (before, only off P[L = ∞]: with none there, nothing came off).
+    st = D.discretise_lower(subsampled_gaussian(0.01, 1.0)[0], 2.0**-10, 1e-16, times=100)
+    cp = C.compose([(st, 100)], lam=3.0, eta=1e-20, upper=False)
+    eps = np.array([0.5, 1.0, 1.5])
+    from dataclasses import replace
+
+    from dpcalc.core.pld.query import Reader
+
+    r0 = Reader(replace(cp, alias=0.0, p_inf=0.0))
+    d0 = np.exp(r0.log_delta(r0.index_after(eps), eps, -1.0))
+    for p_inf in (0.0, 1e-3 * float(d0.min())):
+        alias = 1e-2 * d0
+        for e, a, base in zip(eps, alias, d0):
+            r = Reader(replace(cp, alias=float(a), p_inf=p_inf))
+            got = float(np.exp(r.log_delta(r.index_after(np.array([e])), np.array([e]), -1.0))[0])
+            assert got <= base + p_inf - a * (1 - 1e-9)
+            assert got >= (base + p_inf - a) * (1 - 1e-9)

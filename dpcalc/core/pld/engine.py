@@ -648,6 +648,7 @@ BLOCK_COUNT = 4
 BLOCK_FINER = 2
 BLOCK_COARSER = 1
 BLOCK_GRID = 4097
+BLOCK_SCALES = 6
 
 
 def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
@@ -670,22 +671,34 @@ def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, 
     grid = np.linspace(lo, up, BLOCK_GRID)
 
     def blocked(kind: str):
+        # The terms' windows (from the lower end given, less the moves given back) span the composed
+        # loss's tilted spread: where they do not fit the coarse grid, grids twice as coarse (and the
+        # fine one with them), up to 2^(BLOCK_SCALES − 1)·h.
         upper = kind == "upper"
-        h_f = h / (1 << BLOCK_FINER)
-        fine = _discretise_one(m[0], h_f, kind, tail, WIDEST_BIN, tail if upper else 0.0, width, t)
-        sp = jumps.split(fine, t, delta)
-        lam = float(choose_tilts([(sp.b, t)], np.log([delta]), [guess])[0][0])
-        # The largest blocks whose window fits: the lower end gives the blocks' roundings back up to
-        # √(2·(T/B)·var·log(1/η)), var about a fine cell's square.
-        size = min(BLOCK_STEPS, 1 << int(np.floor(np.log2(max(t // BLOCK_COUNT, 1)))))
-        while size >= BLOCK_MIN:
+        for scale in range(BLOCK_SCALES):
+            h_f = h * 2.0**scale / (1 << BLOCK_FINER)
+            fine = _discretise_one(m[0], h_f, kind, tail, WIDEST_BIN, tail if upper else 0.0, width, t)
+            sp = jumps.split(fine, t, delta)
+            lam = float(choose_tilts([(sp.b, t)], np.log([delta]), [guess])[0][0])
+            spare = jumps.TERMS - 1 if sp.j is not None else 0
+            # The largest blocks whose window fits: the lower end gives the blocks' roundings back up
+            # to √(2·(T/B)·var·log(1/η)), var about a fine cell's square.
+            size = min(BLOCK_STEPS, 1 << int(np.floor(np.log2(max(t // BLOCK_COUNT, 1)))))
+            bulk = None
+            while size >= BLOCK_MIN and bulk is None:
+                try:
+                    bulk = blocks.bulk(sp, size, k, lam, upper, spare, ext)
+                except MemoryError:
+                    size //= 2
+            if bulk is None:
+                continue
             try:
-                spare = jumps.TERMS - 1 if sp.j is not None else 0
-                bulk = blocks.bulk(sp, size, k, lam, upper, spare, ext)
-                return jumps.terms(sp, delta, guess, upper, ext, blocked=bulk, grid=grid)
+                tm = jumps.terms(sp, delta, guess, upper, ext, blocked=bulk, grid=grid, cut=float(grid[0]))
             except MemoryError:
-                size //= 2
-        raise MemoryError("no block of the bulk fits the grid limit")
+                continue
+            if tm.items:  # (a lower term that does not fit is left out: none at all says nothing)
+                return tm
+        raise MemoryError("no blocked composition fits the grid limit")
 
     try:
         new_lo, _ = jumps.epsilon_bounds([], blocked("lower"), delta, lo, up)

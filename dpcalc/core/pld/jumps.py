@@ -155,12 +155,24 @@ class Terms:
     grid: np.ndarray | None = None
 
 
-def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FULL, blocked=None, grid=None) -> Terms:
+def terms(
+    sp: Split,
+    delta: float,
+    guess: float,
+    upper: bool,
+    extended: int = FULL,
+    blocked=None,
+    grid=None,
+    cut: float | None = None,
+) -> Terms:
     """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``.
     ``blocked``: the split's bulk in blocks on a coarser grid (:class:`.blocks.Bulk`), the jumps moved
     onto it; a lower term then gives back three families of moves, at a third of its η each.
     ``grid``: each term's curve is read at these ε once and its composition dropped (the terms of a
-    large composition need not be held together); :func:`epsilon_bounds` then answers on the grid."""
+    large composition need not be held together); :func:`epsilon_bounds` then answers on the grid.
+    ``cut`` (with ``grid``, whose points must be at or above it): a certified lower bound on ε — each
+    term's window starts there (less its give-back and two cells; see :func:`.compose.compose`), its
+    alias at most 1e-9·δ/TERMS once weighted by C(T, k)."""
     T = sp.times
     kmax = TERMS if sp.j is not None else 1
     items = []
@@ -178,10 +190,14 @@ def terms(sp: Split, delta: float, guess: float, upper: bool, extended: int = FU
         give = 0.0 if upper else sum(t * x.move_mean for x, t in parts) + sum(f[0] for f in families)
         level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
         eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
+        kw = {}
+        if cut is not None:
+            # (The alias is a share of the sub-probability composed; the term weighs it by C(T, k).)
+            kw = dict(cut=cut - 2 * parts[0][0].h - give, cut_eta=1e-9 * delta / TERMS * math.exp(-log_c))
         cp = None
         for attempt in range(COARSER + 1 if blocked is None else 1):
             try:
-                cp = compose(parts, lam=lam, eta=eta, upper=upper, extended=extended, pow2=blocked is not None)
+                cp = compose(parts, lam=lam, eta=eta, upper=upper, extended=extended, pow2=blocked is not None, **kw)
                 break
             except MemoryError:
                 if attempt < COARSER:

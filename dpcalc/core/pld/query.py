@@ -205,8 +205,15 @@ class Reader:
             elif sign == 0:
                 inner, extra = core, cp.p_inf
             else:
-                inner = np.maximum(core * (1.0 - rel) - allow, 0.0)
-                extra = max(cp.p_inf - cp.alias, 0.0)
+                inner = core * (1.0 - rel) - allow
+                # A cut window's alias (mass from below the cut, wrapped onto the top) comes off the
+                # whole: off P[L = ∞] as far as it goes, the rest off the finite part (an overflow of
+                # its scale leaves nothing: no claim).
+                extra = cp.p_inf - cp.alias
+                if extra < 0:
+                    inner = inner + extra * np.exp(-log_scale) * (1.0 + rel) * (1 + 4 * _U)
+                    extra = 0.0
+                inner = np.where(inner > 0, inner, 0.0)
             main = log_scale + np.log(inner)
             out = np.logaddexp(main, np.log(extra)) if extra > 0 else main
         out = np.where(np.isnan(out), np.inf if sign > 0 else -np.inf, out)
@@ -245,7 +252,7 @@ class Reader:
         log_scale = cp.g - cp.lam * ell_i
         rel = cp.g_rel + _U * (abs(log_scale) + 4.0)
         with np.errstate(all="ignore"):
-            extra = cp.p_inf + cp.alias if sign > 0 else max(cp.p_inf - cp.alias, 0.0)
+            extra = cp.p_inf + cp.alias if sign > 0 else cp.p_inf - cp.alias  # (see log_delta)
             target = (np.exp(log_target) - extra) * np.exp(-log_scale)
             if sign > 0:
                 core_t = target / (1.0 + rel) - allow
@@ -277,7 +284,7 @@ def _segment_solve_many(r: Reader, i: np.ndarray, log_target: np.ndarray, sign: 
         allow = cp.roundoff * r.rr + r.rho * (A + x0 * B) + wrap
         log_scale = cp.g - cp.lam * ell_i
         rel = cp.g_rel + _U * (np.abs(log_scale) + 4.0)
-        extra = cp.p_inf + cp.alias if sign > 0 else max(cp.p_inf - cp.alias, 0.0)
+        extra = cp.p_inf + cp.alias if sign > 0 else cp.p_inf - cp.alias  # (see Reader.log_delta)
         target = (np.exp(lt) - extra) * np.exp(-log_scale)
         core_t = target / (1.0 + rel) - allow if sign > 0 else (target + allow) / (1.0 - rel)
         fine = (B > 0) & (A > core_t) & np.isfinite(core_t)
