@@ -189,3 +189,17 @@ def test_a_lower_curve_takes_a_cut_windows_alias_off_the_whole_delta():
             got = float(np.exp(r.log_delta(r.index_after(np.array([e])), np.array([e]), -1.0))[0])
             assert got <= base + p_inf - a * (1 - 1e-9)
             assert got >= (base + p_inf - a) * (1 - 1e-9)
+
+
+def test_blocks_are_tried_only_for_steps_narrow_next_to_the_lower_ends_grid():
+    # The misses the blocks meet had a step spread of 1–13 cells of the lower end's grid; a wide step
+    # (q = 0.001, σ = 0.8: 509 cells of 2^-18, at a width of 1e-5) gains nothing from them and would
+    # pay about 24 s: it is not tried.
+    def answer(h_lower):
+        return E.Answer(np.zeros(1), np.ones(1), h_lower, h_lower, np.zeros(1, dtype=bool))
+
+    wide = [(subsampled_gaussian(0.001, 0.8), 100000)]
+    narrow = [(subsampled_gaussian(1.2285240957060973e-06, 0.7851655522407585), 1246375)]
+    assert not E._narrow(wide, answer(2.0**-18), answer(2.0**-18))
+    assert E._narrow(narrow, answer(2.0**-21), answer(2.0**-20))
+    assert not E._narrow(narrow, answer(2.0**-28), answer(2.0**-28))
