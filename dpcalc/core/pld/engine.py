@@ -597,6 +597,16 @@ JUMPS_TAIL_SHARE = RETRY_TAIL_SHARE
 JUMPS_MAX_TIMES = 10**7
 
 
+def _other_uppers(mechs, delta: float, h: float, lo: float) -> float:
+    """The largest upper end of directions 1, 2, … (the usual composition on h, windows from ``lo``): 0
+    for a symmetric mechanism, +inf where one has none."""
+    ((m, _),) = mechs
+    if len(m) < 2:
+        return 0.0
+    vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
+    return float(np.max(vals)) if np.all(np.isfinite(vals)) else np.inf
+
+
 def _by_jumps(
     mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float, check: bool = True
 ) -> tuple[float, float]:
@@ -617,10 +627,7 @@ def _by_jumps(
         sp = jumps.split(st, t, delta)
         if sp.j is None or (check and not _jumps_carry(sp, delta, lo)):
             return lo, up
-        others = 0.0
-        if len(m) > 1:
-            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
-            others = float(np.max(vals)) if np.all(np.isfinite(vals)) else np.inf
+        others = _other_uppers(mechs, delta, h, lo)
         if not others < up:
             return lo, up
         guess = 0.5 * (lo + up)
@@ -716,10 +723,7 @@ def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, 
             lo = max(lo, new_lo)
         if bool(within(lo, up, rel, abs_)):
             return lo, up
-        others = 0.0
-        if len(m) > 1:
-            vals = _eps_dirs(mechs, np.array([delta]), h, "upper", dirs=list(range(1, len(m))), cut=[lo])[1:, 0]
-            others = float(np.max(vals)) if np.all(np.isfinite(vals)) else np.inf
+        others = _other_uppers(mechs, delta, h, lo)
         if not others < up:
             return lo, up
         _, new_up = jumps.epsilon_bounds([blocked("upper")], None, delta, lo, up)
