@@ -203,3 +203,18 @@ def test_blocks_are_tried_only_for_steps_narrow_next_to_the_lower_ends_grid():
     assert not E._narrow(wide, answer(2.0**-18), answer(2.0**-18))
     assert E._narrow(narrow, answer(2.0**-21), answer(2.0**-20))
     assert not E._narrow(narrow, answer(2.0**-28), answer(2.0**-28))
+
+
+def test_a_discarded_lower_end_takes_no_blocks(monkeypatch):
+    # Sampling without replacement replaces the hull's lower end by Poisson sampling's (the hull's is no
+    # bound on the mechanism): its misses must not pay for blocks that raise a lower end nobody reads.
+    def boom(*a, **k):
+        raise AssertionError("blocks tried for a lower end that is discarded")
+
+    monkeypatch.setattr(E, "_by_blocks", boom)
+    r = sgd.tight_interval(1e-4, 0.7, 10000, 1e-8, sampling="without-replacement")
+    assert not r.met[0] and r.lower[0] < r.upper[0]
+    calls = []
+    monkeypatch.setattr(E, "_by_blocks", lambda mechs, d, lo, up, *a: calls.append(d) or (lo, up))
+    pld.epsilon([(subsampled_gaussian(1.2285240957060973e-06, 0.7851655522407585), 1246375)], 1.0525819199602743e-11)
+    assert calls  # (the same miss with its lower end used does try them)

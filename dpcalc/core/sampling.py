@@ -156,7 +156,7 @@ def truncated_poisson_rate_interval(
     qbar = min(S.truncated_poisson_lower_rate(q, n - 1, bmax), S.truncated_poisson_lower_rate(q, n, bmax))
     lo = _engine([(pld.subsampled_gaussian(qbar, sigma), t)], d, fine_upper=False, **kw)
     pair = S.truncated_poisson_gaussian(q, sigma, [n - 1, n], bmax)
-    up = _engine([(pair, t)], d, fine_upper=False, lower_hint=lo.lower, **kw)
+    up = _engine([(pair, t)], d, fine_upper=False, lower_hint=lo.lower, lower_used=False, **kw)
     lower = np.minimum(lo.lower, up.upper)
     notes = (
         "upper: dominating pair given the others' sample (a cut batch: the record may displace another,"
@@ -259,7 +259,7 @@ def balls_in_bins_upper(batches: int, epochs: int, sigma: float, delta, upper_on
     pair = None if int(batches) == 1 else balls_in_bins_pair(batches, epochs, sigma, float(d.min()))
     if pair is None:
         return None
-    a = _engine([(pair, int(epochs))], d, upper_only=upper_only, **kw)
+    a = _engine([(pair, int(epochs))], d, upper_only=upper_only, lower_used=False, **kw)
     return a.upper, a.met
 
 

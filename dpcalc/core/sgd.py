@@ -176,8 +176,15 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
 
     def answer(key, rows):
         with np.errstate(all="ignore"):
+            # (Without replacement the hull's lower end is replaced by Poisson sampling's: see
+            # _realisable_lower.)
+            used = sampling == "poisson" or key[2] < 2
             ans = pld.epsilon(
-                [(_mechanism(key[0], key[1], sampling), key[2])], delta[rows], upper_only=upper_only, **kw
+                [(_mechanism(key[0], key[1], sampling), key[2])],
+                delta[rows],
+                upper_only=upper_only,
+                lower_used=used,
+                **kw,
             )
         lo[rows], up[rows], met[rows] = (np.zeros(len(rows)) if upper_only else ans.lower), ans.upper, ans.met
 

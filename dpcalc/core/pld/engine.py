@@ -502,8 +502,13 @@ def epsilon(
     upper_only: bool = False,
     fine_upper: bool = True,
     lower_hint=None,
+    lower_used: bool = True,
 ) -> Answer:
-    """Certified [lower, upper] on ε(δ): see :func:`_epsilon`. The heap's free pages go back to the system
+    """Certified [lower, upper] on ε(δ): see :func:`_epsilon`. ``lower_used`` false: the caller discards
+    this mechanism's lower end (a dominating construction, as the hull of sampling without
+    replacement, whose lower end is no bound on the mechanism it stands for): a missed width then
+    takes the retry and the split, not the blocks (:func:`_by_blocks`, seconds a row, for the lower
+    end first). The heap's free pages go back to the system
     afterwards (:func:`dpcalc._alloc.release_freed_memory`), so that many answers in a row (a search)
     stay within the memory of one.
 
@@ -517,12 +522,12 @@ def epsilon(
     inf = _infinite_at(mechs, delta)
     try:
         if not inf.any():
-            return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
+            return _epsilon(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint, lower_used)
         lo, up, met = np.full(delta.shape, np.inf), np.full(delta.shape, np.inf), np.ones(delta.shape, dtype=bool)
         h_up = h_lo = 0.0
         if not inf.all():
             hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[~inf]
-            a = _epsilon(mechs, delta[~inf], rel, abs_, h0, upper_only, fine_upper, hint)
+            a = _epsilon(mechs, delta[~inf], rel, abs_, h0, upper_only, fine_upper, hint, lower_used)
             lo[~inf], up[~inf], met[~inf] = a.lower, a.upper, a.met
             h_up, h_lo = a.h_upper, a.h_lower
         return Answer(lo, up, h_up, h_lo, met)
@@ -540,7 +545,9 @@ def _infinite_at(mechs, delta) -> np.ndarray:
     return out
 
 
-def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint) -> Answer:
+def _epsilon(
+    mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint, lower_used=True
+) -> Answer:
     """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
     those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
     intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
@@ -566,7 +573,8 @@ def _epsilon(mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_u
             lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
-    if len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES and _narrow(mechs, a, b):
+    blocks_help = lower_used and len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES
+    if blocks_help and _narrow(mechs, a, b):
         for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
             release_freed_memory(0)  # the earlier compositions' pages, before the blocks' own
             lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
