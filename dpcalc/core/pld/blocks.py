@@ -113,10 +113,12 @@ def block(fine: Discrete, times: int, k: int, lam: float, upper: bool, extended:
     n = cp.p.size + 4
     lower = _masses(cp, h, False)
     held = float(np.sum(lower)) * (1 - n * _U)
+    # The stored step's mass β (the measure composed) to the power B, rounded up and down.
     beta = float(np.sum(fine.p))
     m = fine.p.size + 4
+    b_hi = _power(beta * (1 + m * _U), times, True)
     if upper:
-        outside = max(_power(beta * (1 + m * _U), times, True) - held, 0.0) * (1 + 4 * _U)
+        outside = max(b_hi - held, 0.0) * (1 + 4 * _U)
         above = BLOCK_ETA * math.exp(min(cp.g - cp.lam * cp.x_hi, 700.0)) * (1 + cp.g_rel) * (1 + 8 * _U)
         w = _masses(cp, h, True)
         w[0] += outside
@@ -130,9 +132,8 @@ def block(fine: Discrete, times: int, k: int, lam: float, upper: bool, extended:
         return Discrete(r * h, j0, cp.c / r, p * (1 + (2 * r + 4) * _U), p_inf), None
     p = np.bincount(j - j0, weights=lower, minlength=size) * (1 - (2 * r + 4) * _U)
     e = off * h  # each point's move (a whole number of fine cells: exact)
-    # The law of B steps conditioned to land in ``fine``: fine^{*B}/β^B (β the step's stored mass: the
-    # measure composed). What the window's lower bounds do not hold moves by less than r·h.
-    b_hi = _power(beta * (1 + m * _U), times, True)
+    # The law of B steps conditioned to land in ``fine``: fine^{*B}/β^B. What the window's lower bounds
+    # do not hold moves by less than r·h.
     b_lo = _power(beta * (1 - m * _U), times, False)
     rest = max(b_hi - held, 0.0) * (1 + 4 * _U)
     s1, s2 = float(np.sum(lower * e)), float(np.sum(lower * e * e))
@@ -177,8 +178,8 @@ class Bulk:
 
     def families(self, times: int) -> list[tuple[float, float, float]]:
         """Lower: the blocked releases' moves as (total mean, total variance, Bernstein's b) — their fine
-        roundings, and the blocks' (the single releases' moves are recorded in their step). None for
-        an upper bulk."""
+        roundings, and the blocks' (the single releases' moves are recorded in their step). None (an
+        empty list) for an upper bulk."""
         if self.upper:
             return []
         n = self.count * self.size + self.left

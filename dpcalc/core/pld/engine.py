@@ -551,8 +551,6 @@ def _epsilon(
     """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
     those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
     intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
-    from ..._alloc import release_freed_memory
-
     a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
     miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
     if upper_only or h0 is not None or not miss.any():
@@ -576,7 +574,6 @@ def _epsilon(
     blocks_help = lower_used and len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES
     if blocks_help and _narrow(mechs, a, b):
         for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
-            release_freed_memory(0)  # the earlier compositions' pages, before the blocks' own
             lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)

@@ -175,6 +175,7 @@ def terms(
     alias at most 1e-9·δ/TERMS once weighted by C(T, k)."""
     T = sp.times
     kmax = TERMS if sp.j is not None else 1
+    grid = None if grid is None else np.asarray(grid, float)
     items = []
     for k in range(min(kmax, T + 1)):
         if blocked is not None:
@@ -220,16 +221,15 @@ def terms(
             price = weight * eta_k if s_k > 0 else 0.0
         r = Reader(cp)
         if grid is not None:
-            e = np.asarray(grid, float) - s_k
+            e = grid - s_k
             r = r.log_delta(r.index_after(e), e, 1.0 if upper else -1.0)
         items.append((log_c * (1 + 4 * _U) if upper else log_c * (1 - 4 * _U), r, s_k, price))
-        del cp
     inf_paths = -math.expm1(T * math.log1p(-min(sp.p_inf, 1.0)))
     if upper:
         extra = (inf_paths * (1 + 8 * _U) + sp.rest) * (1 + 4 * _U)
     else:
         extra = inf_paths * (1 - 8 * _U)
-    return Terms(upper, items, extra, None if grid is None else np.asarray(grid, float))
+    return Terms(upper, items, extra, grid)
 
 
 def _summed(tm: Terms, lds: list, shape) -> np.ndarray:
