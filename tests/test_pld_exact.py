@@ -160,6 +160,29 @@ def test_total_variation_bound_is_above_one_steps_exact_distance():
             assert bound <= 2.5 * true
 
 
+def test_the_coupling_bound_is_tight_where_sigma_is_small():
+    # Small σ: Pinsker and Bretagnolle–Huber are vacuous (KL ~ q²e^{1/σ²}), the coupling bound is the
+    # exact one-step distance, and for T steps it is 1 − (1 − t₁)^T, the distance itself as σ → 0
+    # (a sampled record is then always seen). Both in 50 digits, within 1e-13 relative and never below.
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        q, s, t = 10 ** rng.uniform(-9, 0), 10 ** rng.uniform(-7, -0.5), int(10 ** rng.uniform(0, 9))
+        t1 = mp.mpf(q) * (2 * mp.ncdf(1 / (2 * mp.mpf(s))) - 1)
+        true = -mp.expm1(t * mp.log1p(-t1))
+        bound = exact.total_variation_upper(q, s, t)
+        assert true <= bound <= true * (1 + 1e-13), (q, s, t)
+
+
+def test_the_distance_answers_zero_at_the_jump_of_a_tiny_sigma():
+    # q = 1e-9, σ = 0.05 (found by the extremes' plan-sgd search): ε = 0 exactly while the chance of
+    # any sampled step, 1 − (1 − q)^T, is at most δ = 0.5, i.e. up to T = 6.93e8; past it one sampled
+    # step is seen and ε is about 110. The search used to spend 2 minutes composing there.
+    t_jump = np.log(0.5) / np.log1p(-1e-9)
+    r = sgd.tight_interval(1e-9, 0.05, [np.floor(t_jump * 0.999), np.floor(t_jump)], 0.5)
+    assert list(r.method) == ["total-variation"] * 2 and np.all(r.upper == 0.0)
+    assert sgd.tight_interval(1e-9, 0.05, np.ceil(t_jump * 1.001), 0.5, upper_only=True).upper[0] > 100
+
+
 def test_total_variation_bound_is_above_the_composed_distance():
     # T steps: δ(0) of the composition, bounded below by the PLD engine's certified lower end on δ.
     rng = np.random.default_rng(8)
@@ -217,10 +240,13 @@ def test_a_guess_is_certified_or_ignored():
 def test_total_variation_makes_no_claim_outside_the_normal_range():
     # q² underflowing (q < 1e-154) or σ² overflowing made the bound 0, and compose printed ε = 0 as exact
     # where the exact one-step ε is 527.84 (found by review). Now: no claim, and the exact route answers.
-    assert np.isinf(exact.total_variation_upper(1e-170, 0.04, 1))
-    assert np.isinf(exact.total_variation_upper(1e-170, 1.0, 1))
-    assert np.isinf(exact.total_variation_upper(1.0, 1e200, 1))
-    assert np.isinf(exact.total_variation_upper(1e-150, 1e12, 1))
+    # The coupling bound q·(1 − 2Φ̄(1/(2σ))) stays in the normal range there and answers; it is never
+    # below the exact one-step distance (50 digits), and makes no claim where that underflows.
+    for q, s in ((1e-170, 0.04), (1e-170, 1.0), (1.0, 1e200), (1e-150, 1e12)):
+        bound = exact.total_variation_upper(q, s, 1)
+        assert bound >= mp.mpf(q) * (2 * mp.ncdf(1 / (2 * mp.mpf(s))) - 1), (q, s)
+        assert bound > 1e-300  # so the δ = 1e-300 rows below take the exact routes
+    assert np.isinf(exact.total_variation_upper(1e-300, 1e12, 1))
     assert exact.total_variation_upper(0.0, 1.0, 10) == 0.0  # q = 0 releases nothing
     t = sgd.tight_interval([1e-170, 1e-170, 1.0], [0.04, 1.0, 1e200], [1, 1, 1], [1e-300] * 3)
     assert list(t.method) == ["privacy-profile", "privacy-profile", "gdp"]

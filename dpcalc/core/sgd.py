@@ -587,6 +587,22 @@ def _check_accountant(accountant: str) -> None:
         raise ValidationError("accountant", accountant, "rdp, pld, gdp-clt or best")
 
 
+def _rdp_where_smaller(tt: Tight, e, meth, case, refine_steps: int = 30):
+    """RDP's ε where it is below the tight engine's upper end ``e`` (or the only answer). Rows the tight
+    engine answers exactly are left alone: RDP, a sound upper bound, is never below an exact ε (and its
+    series is slowest where those routes answer, e.g. ε = 0 by the total variation at tiny σ)."""
+    rows = np.flatnonzero(tt.bound != "exact")
+    if rows.size:
+        q, s, t, d = (np.broadcast_to(v, e.shape)[rows] for v in case)
+        with np.errstate(all="ignore"):
+            r = _finite_or_nan(_rdp_epsilon(q, s, t, d, refine_steps=refine_steps))
+        use = np.isfinite(r) & ~(e[rows] <= r)
+        e = e.copy()
+        e[rows[use]] = r[use]
+        meth[rows[use]] = "rdp"
+    return e, meth
+
+
 def _search_bound(accountant: str, sampling: str):
     """The bound a search walks with: (q, σ, T, δ) → (ε, method), NaN where it has no answer. PLD: the
     tight engine's quick upper end; ``best``: the smaller of that and RDP (Poisson sampling); RDP with
@@ -598,11 +614,7 @@ def _search_bound(accountant: str, sampling: str):
             tt = tight_interval(q, s, t, d, sampling, upper_only=True)
             e, meth = _finite_or_nan(tt.upper), tt.method.copy()
             if accountant == "best" and sampling == "poisson":
-                with np.errstate(all="ignore"):
-                    r = _finite_or_nan(_rdp_epsilon(q, s, t, d, refine_steps=8))
-                use = np.isfinite(r) & ~(e <= r)
-                e = np.where(use, r, e)
-                meth[use] = "rdp"
+                e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d), refine_steps=8)
             return e, meth
         with np.errstate(all="ignore"):
             if accountant == "rdp":
@@ -625,11 +637,7 @@ def _final_bound(accountant: str, sampling: str):
             tt = tight_interval(q, s, t, d, sampling)
             e, meth = _finite_or_nan(tt.upper), tt.method.copy()
             if accountant == "best" and sampling == "poisson":
-                with np.errstate(all="ignore"):
-                    r = _finite_or_nan(_rdp_epsilon(q, s, t, d))
-                use = np.isfinite(r) & ~(e <= r)
-                e = np.where(use, r, e)
-                meth[use] = "rdp"
+                e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d))
         elif accountant == "rdp":
             with np.errstate(all="ignore"):
                 e = _finite_or_nan(_rdp_epsilon(q, s, t, d, sampling=sampling))

@@ -25,8 +25,12 @@ round-off only (about 1e-13 relative).
   (Jensen), χ² = q²(e^{1/σ²} − 1) the χ² divergence of one step's pair
   (1 − q)N(0, σ²) + qN(1, σ²) against N(0, σ²). Total variation is symmetric,
   so the bound covers both directions: where it is at most δ, ε(δ) = 0
-  exactly. A handful of floating-point operations, so the cases of large δ
-  or tiny steps take no composition at all.
+  exactly. Where σ is small that bound is vacuous, and a coupling one
+  answers instead: one step's distance is exactly q·(1 − 2Φ̄(1/(2σ))) (the
+  pair differs only when the record is sampled), and T steps' is at most
+  1 − (1 − that)^T (couple each step maximally). The smaller of the two is
+  used. A handful of floating-point operations, so the cases of large δ or
+  tiny steps take no composition at all.
 
 References
 ----------
@@ -42,7 +46,7 @@ import math
 
 import numpy as np
 
-from .. import _fp
+from .. import _fp, _normal
 from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
 __all__ = ["gaussian_interval", "gaussian_mu", "subsampled_step_interval", "total_variation_upper"]
@@ -185,10 +189,18 @@ def total_variation_upper(q, sigma, steps) -> np.ndarray:
     """An upper bound on the total variation distance between T Poisson-subsampled Gaussian steps'
     two outputs (rate q, noise multiplier σ, add/remove neighbours): δ(0) in either direction.
 
-    min(√(KL/2), √(1 − e^{−KL})) with KL = T·log1p(q²·expm1(1/σ²)) (see the module notes), every
-    operation within a few ulps, then raised by (64 + 2/σ²) ulps (expm1 turns the 2 ulps of 1/σ²
-    into 2/σ² ulps of its value); +inf (no claim) where it overflows or an intermediate leaves the
-    normal range, where those ulp counts would not hold."""
+    The smaller of two bounds (see the module notes), each raised past its own round-off:
+
+    * min(√(KL/2), √(1 − e^{−KL})) with KL = T·log1p(q²·expm1(1/σ²)), every operation within a few
+      ulps, then raised by (64 + 2/σ²) ulps (expm1 turns the 2 ulps of 1/σ² into 2/σ² ulps of its
+      value); no claim where it overflows or an intermediate leaves the normal range, where those
+      ulp counts would not hold;
+    * the coupling bound 1 − (1 − t₁)^T with t₁ = q·(1 − 2Φ̄(1/(2σ))) one step's exact distance:
+      Φ̄ taken low by its error bound at an argument raised by 4 ulps, 1 − 2Φ̄ raised by 4 ulps of 1
+      (absolute), and each later operation's few ulps covered by a final 32 ulps (the map t₁ ↦
+      1 − (1 − t₁)^T does not amplify relative error); no claim where t₁ is not a normal number.
+
+    +inf (no claim) where neither holds; 0 where q = 0."""
     q, sigma, steps = (np.asarray(v, float) for v in np.broadcast_arrays(q, sigma, steps))
     tiny = np.finfo(float).tiny
     with np.errstate(all="ignore"):
@@ -201,7 +213,16 @@ def total_variation_upper(q, sigma, steps) -> np.ndarray:
         # The ulp counts hold for normal numbers only: an intermediate that underflowed (q below 1e-154,
         # σ² overflowing) makes no claim. (q = 0 releases nothing: distance 0.)
         normal = (x >= tiny) & (qq >= tiny) & (chi2 >= tiny) & (0.5 * kl >= tiny)
-    return np.where(q == 0, 0.0, np.where(normal & np.isfinite(tv), tv, np.inf))
+        tv = np.where(normal & np.isfinite(tv), tv, np.inf)
+        h = (0.5 / sigma) * (1.0 + 4.0 * _U)
+        tail = _normal.sf(h) * (1.0 - (_normal.SF_ULPS + 4.0) * _U)
+        one = np.minimum(1.0, (1.0 - 2.0 * tail) + 4.0 * _U)
+        t1 = q * one * (1.0 + 2.0 * _U)
+        coupled = -np.expm1(steps * np.log1p(-np.minimum(t1, 1.0))) * (1.0 + 32.0 * _U)
+        coupled = np.where(t1 >= 1.0, 1.0, coupled)
+        ok = (t1 >= tiny) & np.isfinite(coupled) & (h > 0)
+        tv = np.minimum(tv, np.where(ok, np.minimum(coupled, 1.0), np.inf))
+    return np.where(q == 0, 0.0, tv)
 
 
 def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:
