@@ -4,6 +4,7 @@
     python benchmarks/random_box.py                  # 10 minutes, seed 20261130
     python benchmarks/random_box.py --seconds 60 --seed 1
     python benchmarks/random_box.py --steps 1e4 1e7 --no-peers --seed 7   # long runs: dpcalc alone
+    python benchmarks/random_box.py --sigma 0.05 0.3 --delta 1e-30 1e-12   # past the box's edges
 
 Draws q ∈ [1e-6, 1], σ ∈ [0.3, 100], δ ∈ [1e-12, 0.1] log-uniformly and T ∈ [1, 10⁴]
 (log-uniform; longer runs make dp-accounting slow), asks dpcalc for its certified interval and
@@ -12,12 +13,17 @@ dp-accounting for its optimistic and pessimistic PLDs (connect the dots; 2e-4 gr
 
 - WIDE: dpcalc's interval is wider than asked (it says so itself: ``met`` false);
 - LOWER>pess: dpcalc's lower end is above dp-accounting's pessimistic answer;
-- UPPER<opt: dpcalc's upper end is below dp-accounting's optimistic answer.
+- UPPER<opt: dpcalc's upper end is below dp-accounting's optimistic answer;
+- LOWER>rdp: dpcalc's lower end is above its own RDP bound (sound, independent of the PLD engine;
+  checked with ``--no-peers`` too).
 
-With ``--no-peers`` (for ``--steps`` up to 10⁷, where dp-accounting takes minutes a point) dpcalc
-answers alone and every point is printed with its width over the width asked for and its time.
+``--rate``, ``--sigma``, ``--steps`` and ``--delta`` move the ranges (each FROM TO, drawn
+log-uniformly) to anywhere the CLI accepts. With ``--no-peers`` (for ``--steps`` up to 10⁷, where
+dp-accounting takes minutes a point) dpcalc answers alone and every point is printed with its width
+over the width asked for and its time.
 
-The last two are leads, not verdicts: dp-accounting returns the raw loss past ε ≈ 745, and its
+dp-accounting's ε are read off its composed PMFs in log space (its own reading returns the raw
+loss past ε ≈ 745). LOWER>pess and UPPER<opt are leads, not verdicts: its
 FFT round-off is not bounded (at δ below about 1e-10 its answers move by 1e-3 from one grid to
 the next) — check such a point with a narrower dpcalc interval before calling it a bug.
 """
@@ -32,14 +38,49 @@ import warnings
 import numpy as np
 
 
+def epsilon_from_pmf(pmf, delta: float) -> float:
+    """ε(δ) of one direction of a dp-accounting PMF, with δ(ε) summed in log space.
+
+    dp-accounting's own ``get_epsilon_for_delta`` forms e^{−ε} and returns the raw loss past ε ≈ 745;
+    here δ(ε) = Σ_{l > ε} p_l (1 − e^{ε − l}) + p_∞ is e^{A_k} − e^{ε + B_k} + p_∞ on each segment
+    [l_{k−1}, l_k), with the suffix sums A_k = log Σ_{j >= k} p_j and B_k = log Σ_{j >= k} p_j e^{−l_j},
+    and the root is solved on its segment in closed form."""
+    d = pmf.to_dense_pmf()
+    p, inf = d._probs, d._infinity_mass
+    if inf >= delta:
+        return float("inf")
+    loss = (d._lower_loss + np.arange(p.size)) * d._discretization
+    keep = p > 0
+    loss = loss[keep]
+    lp = np.log(p[keep])
+    a = np.logaddexp.accumulate(lp[::-1])[::-1]
+    b = np.logaddexp.accumulate((lp - loss)[::-1])[::-1]
+    r = delta - inf
+    start = np.concatenate([[-np.inf], loss[:-1]])  # δ at each segment's start
+    with np.errstate(over="ignore", invalid="ignore"):
+        at = np.exp(a) * -np.expm1(np.minimum(start + b - a, 0.0))
+    met = np.flatnonzero(at <= r)
+    if met.size == 0:
+        return max(float(loss[-1]), 0.0)
+    k = int(met[0]) - 1
+    if k < 0:
+        return 0.0
+    return max(float(np.log(np.exp(a[k]) - r) - b[k]) if np.exp(a[k]) > r else float(loss[k]), 0.0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=600.0)
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--steps", type=float, nargs=2, default=(1.0, 1e4), metavar=("FROM", "TO"))
+    ap.add_argument("--rate", type=float, nargs=2, default=(1e-6, 1.0), metavar=("FROM", "TO"))
+    ap.add_argument("--sigma", type=float, nargs=2, default=(0.3, 100.0), metavar=("FROM", "TO"))
+    ap.add_argument("--delta", type=float, nargs=2, default=(1e-12, 0.1), metavar=("FROM", "TO"))
     ap.add_argument("--no-peers", action="store_true", help="dpcalc alone: each point, its width and time")
     args = ap.parse_args()
-    log_t = (float(np.log10(args.steps[0])), float(np.log10(args.steps[1])))
+    log_t, log_q, log_s, log_d = (
+        (float(np.log10(a)), float(np.log10(b))) for a, b in (args.steps, args.rate, args.sigma, args.delta)
+    )
     warnings.simplefilter("ignore")
     logging.disable(logging.WARNING)
     from dp_accounting.pld import privacy_loss_distribution as PLD
@@ -49,23 +90,27 @@ def main() -> None:
 
     keep_freed_memory()
     rng = np.random.default_rng(args.seed)
-    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0}
+    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0}
     t0 = time.time()
     while time.time() - t0 < args.seconds:
-        q = float(10 ** rng.uniform(-6, 0))
-        s = float(10 ** rng.uniform(np.log10(0.3), 2))
+        q = float(10 ** rng.uniform(*log_q))
+        s = float(10 ** rng.uniform(*log_s))
         t = int(10 ** rng.uniform(*log_t))
-        d = float(10 ** rng.uniform(-12, -1))
+        d = float(10 ** rng.uniform(*log_d))
         t_run = time.time()
         r = sgd.tight_interval(q, s, t, d)
         lo, up = float(r.lower[0]), float(r.upper[0])
+        seconds = time.time() - t_run
+        e_rdp = float(sgd._rdp_epsilon(np.array([q]), np.array([s]), np.array([float(t)]), np.array([d]))[0])
+        above_rdp = lo > e_rdp
+        counts["LOWER>rdp"] += int(above_rdp)
         if args.no_peers:
             counts["points"] += 1
             counts["WIDE"] += int(not r.met[0])
             ratio = (up - lo) / max(1e-3 * up, 1e-4)
             print(
                 f"{q!r} {s!r} {t} {d!r} [{lo:.8g}, {up:.8g}] w/need={ratio:.2f} {r.method[0]}"
-                f"{'' if r.met[0] else ' WIDE'} {time.time() - t_run:.1f}s",
+                f"{'' if r.met[0] else ' WIDE'}{f' LOWER>rdp {e_rdp:.8g}' if above_rdp else ''} {seconds:.1f}s",
                 flush=True,
             )
             continue
@@ -75,11 +120,13 @@ def main() -> None:
             opt = PLD.from_gaussian_mechanism(
                 s, sampling_prob=q, value_discretization_interval=h, pessimistic_estimate=False
             ).self_compose(t)
-            e_pess, e_opt = pess.get_epsilon_for_delta(d), opt.get_epsilon_for_delta(d)
+            e_pess, e_opt = (
+                max(epsilon_from_pmf(x._pmf_remove, d), epsilon_from_pmf(x._pmf_add, d)) for x in (pess, opt)
+            )
         except Exception:  # noqa: BLE001 - a peer's failure is not ours to report here
             continue
         counts["points"] += 1
-        flags = []
+        flags = ["LOWER>rdp"] if above_rdp else []
         if not r.met[0]:
             flags.append("WIDE")
         if lo > e_pess * (1 + 1e-6) + 1e-9:
@@ -87,11 +134,11 @@ def main() -> None:
         if up < e_opt * (1 - 1e-6) - 1e-9:
             flags.append("UPPER<opt")
         for f in flags:
-            counts[f] += 1
+            counts[f] += f != "LOWER>rdp"
         if flags:
             print(
                 f"q={q:.4g} σ={s:.4g} T={t} δ={d:.3g}: dpcalc [{lo:.8g}, {up:.8g}], "
-                f"dp-accounting optimistic {e_opt:.8g}, pessimistic {e_pess:.8g}: {' '.join(flags)}",
+                f"dp-accounting optimistic {e_opt:.8g}, pessimistic {e_pess:.8g}, RDP {e_rdp:.8g}: {' '.join(flags)}",
                 flush=True,
             )
     print(", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -144,3 +144,26 @@ def test_refinement_never_worse_than_grid():
     coarse, _ = rdp.optimal_epsilon(fn, np.array([1e-5]), refine_steps=0)
     fine, _ = rdp.optimal_epsilon(fn, np.array([1e-5]))
     assert fine[0] <= coarse[0]
+
+
+def test_fractional_series_drops_rows_whose_terms_overflow_and_keeps_the_rest(monkeypatch):
+    # σ² underflowing to 0 (σ = 5e-324) or 1/σ² overflowing makes every term NaN or +inf: such a row
+    # is unusable (+inf, never an under-estimate) and leaves the loop at once; the other rows of the
+    # same call get exactly what they get alone.
+    from dpcalc.core import rdp
+
+    q = np.array([0.01, 0.01, 0.2, 0.01])
+    s = np.array([5e-324, 1.0, 1e-160, 3.0])
+    a = np.array([2.5, 2.5, 7.3, 40.5])
+    out = rdp._log_a_frac(q, s, a)
+    assert np.isinf(out[0]) and np.isinf(out[2]) and out[0] > 0 and out[2] > 0
+    for i in (1, 3):
+        alone = rdp._log_a_frac(q[i : i + 1], s[i : i + 1], a[i : i + 1])
+        assert np.isfinite(alone[0]) and out[i] == alone[0]
+    # The work: a row that overflows takes one step of the series, not all of them (17 s to refuse
+    # `amplify gaussian --sigma 5e-324` before).
+    calls = []
+    real = rdp._log_erfc
+    monkeypatch.setattr(rdp, "_log_erfc", lambda x: calls.append(1) or real(x))
+    assert np.isinf(rdp._log_a_frac(q[:1], s[:1], a[:1])[0])
+    assert len(calls) == 2

@@ -185,6 +185,16 @@ def _log_a_frac(q, sigma, alpha):
             s0 = log_coef + i * log_q + j * log_1mq + (i * i - i) / (2 * s2) + _LOG_HALF + _log_erfc((i - z0) / rs)
             s1 = log_coef + j * log_q + i * log_1mq + (j * j - j) / (2 * s2) + _LOG_HALF + _log_erfc((z0 - j) / rs)
         t = np.logaddexp(s0, s1)
+        # A term that overflowed (or is NaN: σ² underflowing to 0) leaves the order unusable: +inf
+        # at once, rather than after every step of the loop (σ = 5e-324 took 17 s to refuse).
+        dead = np.isnan(t) | (t == np.inf)
+        if dead.any():
+            keep = ~dead
+            if not keep.any():
+                break
+            idx, q, sigma, s2, z0 = idx[keep], q[keep], sigma[keep], s2[keep], z0[keep]
+            log_q, log_1mq, alpha, lg_a1, rs = log_q[keep], log_1mq[keep], alpha[keep], lg_a1[keep], rs[keep]
+            ceil_a, pos, neg, t, last = ceil_a[keep], pos[keep], neg[keep], t[keep], last[keep]
         negative = (np.maximum(0.0, i - ceil_a) % 2) == 1
         pos = np.where(negative, pos, np.logaddexp(pos, t))
         neg = np.where(negative, np.logaddexp(neg, t), neg)
