@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mpref import delta_gauss, delta_step, eps_of
+from mpref import delta_gauss, delta_step, delta_two_steps, eps_of
 
 from dpcalc.cli import cli
 from dpcalc.core import pld, sgd
@@ -61,6 +61,34 @@ def test_every_record_sampled_holds_the_exact_gaussian_composition(log_s, log_t,
         ans = pld.epsilon([(pld.gaussian(1 / s), t)], d)
         assert ans.lower[0] <= true * (1 + 1e-12) <= ans.upper[0] * (1 + 2e-12) + 1e-300
         assert _width_ok(ans.lower[0], ans.upper[0])
+
+
+#: Two steps, where the engine composes (T = 1 has its closed form): points inside the box and past its
+#: edges (σ down to 0.1, q down to 2e-7, ε up to 69), among them the two a random scan of the CLI's whole
+#: range flagged before its quadrature put a breakpoint at the integrand's kink.
+TWO_STEPS = [
+    (0.0019100385654637465, 0.1788122838418788, 1.2574905280196508e-07),
+    (1.8256108304612243e-07, 0.10530651784572863, 3.7112688213618706e-12),
+    (0.0036061579198660484, 0.3214683026094158, 8.927980641062712e-08),
+    (6.175886814166172e-06, 0.14273826731327208, 1.9388469619989296e-06),
+    (0.0774165596765831, 5.353870504038504, 5.248516333851371e-08),
+    (0.3, 0.5, 1e-08),
+    (1e-4, 0.7, 1e-12),
+    (0.9, 30.0, 1e-3),
+]
+
+
+@pytest.mark.parametrize("q, s, d", TWO_STEPS)
+def test_two_steps_hold_the_quadrature_value(q, s, d):
+    # δ₂ at each printed end, by 20-digit quadrature of the one-step closed form (tests/mpref.py): the
+    # upper end's δ at most δ, the lower end's at least δ — both ends within the interval's own claim.
+    r = sgd.tight_interval(q, s, 2, d)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert r.method[0] == "pld" and r.met[0]
+    with mp.workdps(20):
+        assert delta_two_steps(q, s, up, step=4) <= d, (q, s, d, up)
+        if lo > 0:
+            assert delta_two_steps(q, s, lo, step=4) >= d, (q, s, d, lo)
 
 
 @box
