@@ -14,6 +14,8 @@ dp-accounting for its optimistic and pessimistic PLDs (connect the dots; 2e-4 gr
 - WIDE: dpcalc's interval is wider than asked (it says so itself: ``met`` false);
 - LOWER>pess: dpcalc's lower end is above dp-accounting's pessimistic answer;
 - UPPER<opt: dpcalc's upper end is below dp-accounting's optimistic answer;
+- PEER-SPLIT: dp-accounting's optimistic answer is above its pessimistic one (its round-off rules
+  there: no comparison is made);
 - LOWER>rdp: dpcalc's lower end is above its own RDP bound (sound, independent of the PLD engine;
   checked with ``--no-peers`` too).
 
@@ -90,7 +92,7 @@ def main() -> None:
 
     keep_freed_memory()
     rng = np.random.default_rng(args.seed)
-    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0}
+    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0, "PEER-SPLIT": 0}
     t0 = time.time()
     while time.time() - t0 < args.seconds:
         q = float(10 ** rng.uniform(*log_q))
@@ -129,15 +131,17 @@ def main() -> None:
         flags = ["LOWER>rdp"] if above_rdp else []
         if not r.met[0]:
             flags.append("WIDE")
-        if lo > e_pess * (1 + 1e-6) + 1e-9:
+        if e_opt > e_pess * (1 + 1e-6) + 1e-9:
+            flags.append("PEER-SPLIT")  # their optimistic above their pessimistic: their round-off rules
+        elif lo > e_pess * (1 + 1e-6) + 1e-9:
             flags.append("LOWER>pess")
-        if up < e_opt * (1 - 1e-6) - 1e-9:
+        if "PEER-SPLIT" not in flags and up < e_opt * (1 - 1e-6) - 1e-9:
             flags.append("UPPER<opt")
         for f in flags:
             counts[f] += f != "LOWER>rdp"
         if flags:
             print(
-                f"q={q:.4g} σ={s:.4g} T={t} δ={d:.3g}: dpcalc [{lo:.8g}, {up:.8g}], "
+                f"q={q!r} σ={s!r} T={t} δ={d!r}: dpcalc [{lo:.8g}, {up:.8g}], "
                 f"dp-accounting optimistic {e_opt:.8g}, pessimistic {e_pess:.8g}, RDP {e_rdp:.8g}: {' '.join(flags)}",
                 flush=True,
             )
