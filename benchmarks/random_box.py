@@ -5,6 +5,7 @@
     python benchmarks/random_box.py --seconds 60 --seed 1
     python benchmarks/random_box.py --steps 1e4 1e7 --no-peers --seed 7   # long runs: dpcalc alone
     python benchmarks/random_box.py --sigma 0.05 0.3 --delta 1e-30 1e-12   # past the box's edges
+    python benchmarks/random_box.py --two-steps --sigma 0.05 31.6 --rate 1e-6 0.99   # T = 2, quadrature
 
 Draws q ∈ [1e-6, 1], σ ∈ [0.3, 100], δ ∈ [1e-12, 0.1] log-uniformly and T ∈ [1, 10⁴]
 (log-uniform; longer runs make dp-accounting slow), asks dpcalc for its certified interval and
@@ -18,6 +19,11 @@ dp-accounting for its optimistic and pessimistic PLDs (connect the dots; 2e-4 gr
   there: no comparison is made);
 - LOWER>rdp: dpcalc's lower end is above its own RDP bound (sound, independent of the PLD engine;
   checked with ``--no-peers`` too).
+
+``--two-steps`` fixes T = 2 and checks both ends against a 20-digit quadrature of the one-step
+closed form (``tests/mpref.py``: ``delta_two_steps``), independent of every accountant: each end's
+δ over the δ asked is printed, and FALSE marks an upper end whose δ is above it or a lower end
+whose δ is below it.
 
 ``--rate``, ``--sigma``, ``--steps`` and ``--delta`` move the ranges (each FROM TO, drawn
 log-uniformly) to anywhere the CLI accepts. With ``--no-peers`` (for ``--steps`` up to 10⁷, where
@@ -34,8 +40,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -78,6 +86,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, nargs=2, default=(1e-6, 1.0), metavar=("FROM", "TO"))
     ap.add_argument("--sigma", type=float, nargs=2, default=(0.3, 100.0), metavar=("FROM", "TO"))
     ap.add_argument("--delta", type=float, nargs=2, default=(1e-12, 0.1), metavar=("FROM", "TO"))
+    ap.add_argument("--two-steps", action="store_true", help="T = 2, both ends against the quadrature")
     ap.add_argument("--no-peers", action="store_true", help="dpcalc alone: each point, its width and time")
     args = ap.parse_args()
     log_t, log_q, log_s, log_d = (
@@ -92,12 +101,17 @@ def main() -> None:
 
     keep_freed_memory()
     rng = np.random.default_rng(args.seed)
-    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0, "PEER-SPLIT": 0}
+    counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0, "PEER-SPLIT": 0, "FALSE": 0}
+    if args.two_steps:
+        import mpmath as mp
+
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from mpref import delta_two_steps
     t0 = time.time()
     while time.time() - t0 < args.seconds:
         q = float(10 ** rng.uniform(*log_q))
         s = float(10 ** rng.uniform(*log_s))
-        t = int(10 ** rng.uniform(*log_t))
+        t = 2 if args.two_steps else int(10 ** rng.uniform(*log_t))
         d = float(10 ** rng.uniform(*log_d))
         t_run = time.time()
         r = sgd.tight_interval(q, s, t, d)
@@ -106,6 +120,21 @@ def main() -> None:
         e_rdp = float(sgd._rdp_epsilon(np.array([q]), np.array([s]), np.array([float(t)]), np.array([d]))[0])
         above_rdp = lo > e_rdp
         counts["LOWER>rdp"] += int(above_rdp)
+        if args.two_steps:
+            counts["points"] += 1
+            counts["WIDE"] += int(not r.met[0])
+            with mp.workdps(20):
+                r_up = delta_two_steps(q, s, up, step=4) / d if np.isfinite(up) else None
+                r_lo = delta_two_steps(q, s, lo, step=4) / d if lo > 0 else None
+            false = (r_up is not None and r_up > 1) or (r_lo is not None and r_lo < 1)
+            counts["FALSE"] += int(false)
+            show = [mp.nstr(x, 11) if x is not None else "-" for x in (r_lo, r_up)]
+            print(
+                f"{q!r} {s!r} {d!r} [{lo:.10g}, {up:.10g}] {r.method[0]} δ(lo)/δ={show[0]} δ(up)/δ={show[1]}"
+                f"{'' if r.met[0] else ' WIDE'}{' FALSE' if false else ''} {seconds:.2f}s",
+                flush=True,
+            )
+            continue
         if args.no_peers:
             counts["points"] += 1
             counts["WIDE"] += int(not r.met[0])
