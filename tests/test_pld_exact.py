@@ -336,3 +336,17 @@ def test_one_step_keeps_a_tiny_rates_epsilon_past_a_gaussian_variable_of_30():
                 assert _delta_step(q, s, float(up)) <= mp.mpf(d), (q, s, d, up)
                 assert lo == 0 or _delta_step(q, s, float(lo)) > mp.mpf(d), (q, s, d, lo)
     assert 9.85e-154 < exact.subsampled_step_interval(cases[2][0], cases[2][1], cases[2][2])[1][0] < 9.87e-154
+
+
+def test_a_closed_form_interval_wider_than_asked_says_so_and_keeps_rdp_beside_it():
+    # At σ = 1e-7 (ε ≈ 5e13) the one-step route's error bounds make its interval 9 % wide: the row is
+    # not "met" and not labelled exact; RDP (5.1e13, smaller than its upper end) stays beside it in
+    # searches, and at σ = 1e-150, where the closed form has no answer, RDP answers (found by review).
+    r = sgd.tight_interval([0.5, 0.5, 1.0], [1e-7, 1.0, 1.0], [1, 1, 10], 1e-5)
+    assert list(r.met) == [False, True, True]
+    assert list(r.bound) == ["upper", "exact", "exact"]
+    assert r.lower[0] < r.upper[0]
+    e, m = sgd._search_bound("best", "poisson")(
+        np.array([0.5, 0.5]), np.array([1e-7, 1e-150]), np.array([1.0, 1.0]), np.array([1e-5, 1e-5])
+    )
+    assert list(m) == ["rdp", "rdp"] and e[0] < r.upper[0] and np.isfinite(e[1])

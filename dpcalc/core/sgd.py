@@ -170,6 +170,14 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     if one.any():
         lo[one], up[one] = exact.subsampled_step_interval(q[one], sigma[one], delta[one])
         method[one] = "privacy-profile"
+    # The closed forms' intervals are round-off wide, which is narrow except at absurd noise (σ below
+    # about 1e-7, ε near 1e13, where the error bounds grow like ε): there the row says it is wider
+    # than asked, and is labelled an interval ("upper"), not "exact".
+    closed = full | one
+    if closed.any():
+        from .pld.engine import ABS_WIDTH, REL_WIDTH, within
+
+        met[closed] = within(lo[closed], up[closed], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH))
     groups: dict = {}
     for i in np.flatnonzero(~full & ~one & ~zero):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
@@ -219,6 +227,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
+    bound[closed & ~met] = "upper"
     return Tight(lo, up, method, bound, met)
 
 
@@ -589,9 +598,10 @@ def _check_accountant(accountant: str) -> None:
 
 def _rdp_where_smaller(tt: Tight, e, meth, case, refine_steps: int = 30):
     """RDP's ε where it is below the tight engine's upper end ``e`` (or the only answer). Rows the tight
-    engine answers exactly are left alone: RDP, a sound upper bound, is never below an exact ε (and its
-    series is slowest where those routes answer, e.g. ε = 0 by the total variation at tiny σ)."""
-    rows = np.flatnonzero(tt.bound != "exact")
+    engine answers ε = 0 by the total variation distance are left alone: nothing is below 0, and RDP's
+    series is slowest there (tiny σ). (The other exact routes keep RDP beside them: at σ below about
+    1e-7 their round-off-wide interval is no longer narrow, or has no answer, and RDP can be smaller.)"""
+    rows = np.flatnonzero(tt.method != "total-variation")
     if rows.size:
         q, s, t, d = (np.broadcast_to(v, e.shape)[rows] for v in case)
         with np.errstate(all="ignore"):

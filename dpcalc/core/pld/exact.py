@@ -227,7 +227,7 @@ def total_variation_upper(q, sigma, steps) -> np.ndarray:
 
 def _round(x: np.ndarray, rel: float, up: bool) -> np.ndarray:
     """x moved by a relative margin (plus one ulp) toward the safe side."""
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # an upper end past the largest double is +inf
         y = x * (1.0 + rel) if up else x * (1.0 - rel)
         # 0 stays 0: it is where the curve was checked (a search end), not a rounded value.
         return np.where(x == 0, 0.0, np.nextafter(y, np.inf if up else 0.0))
