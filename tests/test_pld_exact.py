@@ -346,6 +346,8 @@ def test_a_closed_form_interval_wider_than_asked_says_so_and_keeps_rdp_beside_it
     assert list(r.met) == [False, True, True]
     assert list(r.bound) == ["upper", "exact", "exact"]
     assert r.lower[0] < r.upper[0]
+    c = sgd.tight_curve([0.5, 0.5], [1e-7, 1.0], [1, 1], 1e-5)
+    assert list(c.met) == [False, True] and list(c.bound) == ["upper", "exact"]
     e, m = sgd._search_bound("best", "poisson")(
         np.array([0.5, 0.5]), np.array([1e-7, 1e-150]), np.array([1.0, 1.0]), np.array([1e-5, 1e-5])
     )

@@ -336,6 +336,7 @@ def tight_curve(q, sigma, steps, delta, sampling: str = "poisson", max_points: i
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
+    bound[(bound == "exact") & ~met] = "upper"  # a closed form's interval wider than asked (see tight_interval)
     return Tight(lo, up, method, bound, met)
 
 
