@@ -215,7 +215,27 @@ def test_the_engine_answers_zero_where_delta_exceeds_the_distance():
     # Just below the bound the route does not apply; sampling without replacement never takes it.
     tv = exact.total_variation_upper(0.000178, 1.09, 48)
     assert sgd.tight_interval(0.000178, 1.09, 48, tv * 0.999).method[0] == "pld"
-    assert sgd.tight_interval(1e-6, 100.0, 5, 0.1, sampling="without-replacement").method[0] != "total-variation"
+    # Without replacement the coupling bound alone applies (the changed record is in a batch with
+    # probability q): taken where it is at most δ, not where only the Pinsker bound is.
+    assert sgd.tight_interval(1e-6, 100.0, 5, 0.1, sampling="without-replacement").method[0] == "total-variation"
+    q, s, t = 0.01, 20.0, 100  # Poisson's bound (Pinsker) 0.00354, the coupling bound 0.0197: δ = 0.00357
+    assert exact.total_variation_upper(q, s, t) < exact.total_variation_upper(q, s, t, "without-replacement")
+    d = float(exact.total_variation_upper(q, s, t)) * 1.01
+    w = sgd.tight_interval(q, s, t, d, sampling="without-replacement")
+    assert (w.method[0] == "total-variation") == (exact.total_variation_upper(q, s, t, "without-replacement") <= d)
+
+
+def test_without_replacement_zero_agrees_with_the_composed_hull():
+    # Where the coupling bound answers ε = 0 for sampling without replacement, the PLD engine's
+    # certified upper end on the composed hull is 0 there too (an independent route to the same claim).
+    from dpcalc.core.pld import mechanisms
+
+    for q, s, t, d in ((1e-4, 2.0, 100, 0.05), (1e-3, 1.0, 50, 0.05), (0.02, 5.0, 20, 0.2)):
+        assert exact.total_variation_upper(q, s, t, "without-replacement") <= d
+        r = sgd.tight_interval(q, s, t, d, sampling="without-replacement")
+        assert r.method[0] == "total-variation" and r.upper[0] == 0.0
+        hull = pld.epsilon([(mechanisms.sampled_wor_gaussian(q, s), t)], [d], upper_only=True)
+        assert hull.upper[0] == 0.0, (q, s, t, d, hull.upper[0])
 
 
 def test_a_guess_is_certified_or_ignored():

@@ -124,7 +124,8 @@ class Tight:
     ``method`` is ``gdp`` where every record is in every batch (q = 1: T Gaussian steps are exactly
     μ-GDP with μ = √T/σ), ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
     subsampled Gaussian), ``total-variation`` where δ is at least a bound on the total variation
-    distance of the T steps (Poisson sampling: ε = 0 exactly, no composition needed), ``pld``
+    distance of the T steps (ε = 0 exactly, no composition needed; Poisson sampling, and without
+    replacement by the coupling bound), ``pld``
     otherwise; ``bound`` is ``exact`` for those three (the interval is round-off wide, or [0, 0])
     and ``upper`` for PLD. ``met`` says whether the width asked for was reached.
     """
@@ -154,10 +155,11 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
     lo, up, method, met = _blank(n, met=True)
-    # ε = 0 exactly where δ is at least a bound on the total variation distance (Poisson sampling).
+    # ε = 0 exactly where δ is at least a bound on the total variation distance (Poisson sampling, and
+    # without replacement by the coupling bound).
     zero = np.zeros(n, dtype=bool)
-    if sampling == "poisson":
-        zero = exact.total_variation_upper(q, sigma, steps) <= delta
+    if sampling in ("poisson", "without-replacement"):
+        zero = exact.total_variation_upper(q, sigma, steps, sampling) <= delta
         lo[zero] = up[zero] = 0.0
         method[zero] = "total-variation"
     full = (q >= 1.0) & ~zero
@@ -222,7 +224,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         if ok.size:
             settle(key, ok[np.argsort(delta[ok], kind="stable")])
     if sampling != "poisson" and not upper_only:
-        lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one, kw)
+        lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one & ~zero, kw)
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False

@@ -29,8 +29,10 @@ round-off only (about 1e-13 relative).
   answers instead: one step's distance is exactly q·(1 − 2Φ̄(1/(2σ))) (the
   pair differs only when the record is sampled), and T steps' is at most
   1 − (1 − that)^T (couple each step maximally). The smaller of the two is
-  used. A handful of floating-point operations, so the cases of large δ or
-  tiny steps take no composition at all.
+  used (the coupling bound alone for sampling without replacement, where the
+  changed record is in a batch with probability q = m/n). A handful of
+  floating-point operations, so the cases of large δ or tiny steps take no
+  composition at all.
 
 References
 ----------
@@ -185,9 +187,15 @@ def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100, 
     return x_lo, x_up
 
 
-def total_variation_upper(q, sigma, steps) -> np.ndarray:
+def total_variation_upper(q, sigma, steps, sampling: str = "poisson") -> np.ndarray:
     """An upper bound on the total variation distance between T Poisson-subsampled Gaussian steps'
     two outputs (rate q, noise multiplier σ, add/remove neighbours): δ(0) in either direction.
+
+    ``sampling="without-replacement"`` (batches of m of n records, q = m/n, substitution neighbours, σ
+    relative to the substitution sensitivity): the coupling bound alone. Two neighbouring datasets
+    draw the same batch indices; the batches differ only where the changed record is drawn
+    (probability q), and then their sums by at most the sensitivity, so one step's distance is at
+    most q·(1 − 2Φ̄(1/(2σ))) — given any history, so the product argument holds for adaptive steps.
 
     The smaller of two bounds (see the module notes), each raised past its own round-off:
 
@@ -221,7 +229,8 @@ def total_variation_upper(q, sigma, steps) -> np.ndarray:
         coupled = -np.expm1(steps * np.log1p(-np.minimum(t1, 1.0))) * (1.0 + 32.0 * _U)
         coupled = np.where(t1 >= 1.0, 1.0, coupled)
         ok = (t1 >= tiny) & np.isfinite(coupled) & (h > 0)
-        tv = np.minimum(tv, np.where(ok, np.minimum(coupled, 1.0), np.inf))
+        coupled = np.where(ok, np.minimum(coupled, 1.0), np.inf)
+        tv = coupled if sampling == "without-replacement" else np.minimum(tv, coupled)
     return np.where(q == 0, 0.0, tv)
 
 
