@@ -225,6 +225,12 @@ def test_the_engine_answers_zero_where_delta_exceeds_the_distance():
     assert (w.method[0] == "total-variation") == (exact.total_variation_upper(q, s, t, "without-replacement") <= d)
 
 
+def test_no_distance_bound_for_a_shuffle():
+    # A shuffle puts each record in exactly one batch an epoch: the per-step coupling does not apply.
+    with pytest.raises(ValueError):
+        exact.total_variation_upper(0.01, 1.0, 100, "shuffle")
+
+
 def test_without_replacement_zero_agrees_with_the_composed_hull():
     # Where the coupling bound answers ε = 0 for sampling without replacement, the PLD engine's
     # certified upper end on the composed hull is 0 there too (an independent route to the same claim).

@@ -19,15 +19,17 @@ round-off only (about 1e-13 relative).
   cancellation; ε = max of the two directions. One step sampled without
   replacement under substitution has the same curve: the hull C_q(G_μ) has
   δ = max(δ_r, δ_a) ([DRS] Thm 4.2).
-* **ε = 0** (any q, T; Poisson sampling): δ(0) of a pair is its total
+* **ε = 0** (any q, T; Poisson sampling, and without replacement by the
+  coupling bound below): δ(0) of a pair is its total
   variation distance, which for T steps is at most √(KL/2) (Pinsker) and
   √(1 − e^{−KL}) (Bretagnolle–Huber), with KL = T·KL₁ and KL₁ <= log(1 + χ²)
   (Jensen), χ² = q²(e^{1/σ²} − 1) the χ² divergence of one step's pair
   (1 − q)N(0, σ²) + qN(1, σ²) against N(0, σ²). Total variation is symmetric,
   so the bound covers both directions: where it is at most δ, ε(δ) = 0
   exactly. Where σ is small that bound is vacuous, and a coupling one
-  answers instead: one step's distance is exactly q·(1 − 2Φ̄(1/(2σ))) (the
-  pair differs only when the record is sampled), and T steps' is at most
+  answers instead: one step's distance is q·(1 − 2Φ̄(1/(2σ))) (the pair
+  differs only when the record is sampled; exactly that for Poisson's pair,
+  at most that for any substitution pair), and T steps' is at most
   1 − (1 − that)^T (couple each step maximally). The smaller of the two is
   used (the coupling bound alone for sampling without replacement, where the
   changed record is in a batch with probability q = m/n). A handful of
@@ -188,8 +190,10 @@ def _bracket(bounds, log_target: np.ndarray, top: np.ndarray, iters: int = 100, 
 
 
 def total_variation_upper(q, sigma, steps, sampling: str = "poisson") -> np.ndarray:
-    """An upper bound on the total variation distance between T Poisson-subsampled Gaussian steps'
-    two outputs (rate q, noise multiplier σ, add/remove neighbours): δ(0) in either direction.
+    """An upper bound on the total variation distance between the outputs of T subsampled Gaussian
+    steps on two neighbouring datasets: δ(0) in either direction. ``sampling="poisson"`` (rate q,
+    noise multiplier σ, add/remove neighbours) or ``"without-replacement"`` (below); any other
+    scheme (a shuffle puts each record in exactly one batch an epoch) raises ValueError.
 
     ``sampling="without-replacement"`` (batches of m of n records, q = m/n, substitution neighbours, σ
     relative to the substitution sensitivity): the coupling bound alone. Two neighbouring datasets
@@ -209,6 +213,8 @@ def total_variation_upper(q, sigma, steps, sampling: str = "poisson") -> np.ndar
       1 − (1 − t₁)^T does not amplify relative error); no claim where t₁ is not a normal number.
 
     +inf (no claim) where neither holds; 0 where q = 0."""
+    if sampling not in ("poisson", "without-replacement"):
+        raise ValueError(f"no total variation bound for sampling {sampling!r}")
     q, sigma, steps = (np.asarray(v, float) for v in np.broadcast_arrays(q, sigma, steps))
     tiny = np.finfo(float).tiny
     with np.errstate(all="ignore"):
