@@ -13,13 +13,7 @@ def delta_gauss(mu, eps):
 def delta_step(q, s, eps):
     """max(δ_remove, δ_add) of one Poisson-subsampled Gaussian step, from the mixture densities' tails."""
     q, s, eps = mp.mpf(q), mp.mpf(s), mp.mpf(eps)
-    x = s**2 * mp.log((mp.expm1(eps) + q) / q) + mp.mpf(1) / 2
-    dr = (1 - q) * mp.ncdf(-x / s) + q * mp.ncdf(-(x - 1) / s) - mp.exp(eps) * mp.ncdf(-x / s)
-    da = mp.mpf(0)
-    if mp.exp(-eps) > 1 - q:
-        xp = s**2 * mp.log((mp.expm1(-eps) + q) / q) + mp.mpf(1) / 2
-        da = mp.ncdf(xp / s) - mp.exp(eps) * ((1 - q) * mp.ncdf(xp / s) + q * mp.ncdf((xp - 1) / s))
-    return max(dr, da)
+    return max(_one_remove(q, s, eps), _one_add(q, s, eps))
 
 
 def eps_of(delta_fn, delta):

@@ -117,6 +117,14 @@ TIGHT_METHODS = {
 }
 
 
+def _bounds(method: np.ndarray, met: np.ndarray) -> np.ndarray:
+    """Each row's bound kind from its method; a closed form's interval wider than asked (see
+    :func:`tight_interval`) is an interval, ``upper``, not ``exact``."""
+    bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
+    bound[(bound == "exact") & ~met] = "upper"
+    return bound
+
+
 @dataclass(frozen=True)
 class Tight:
     """Certified intervals on ε by the tight engine, one per case (NaN where it cannot answer).
@@ -228,9 +236,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False
-    bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
-    bound[closed & ~met] = "upper"
-    return Tight(lo, up, method, bound, met)
+    return Tight(lo, up, method, _bounds(method, met), met)
 
 
 def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
@@ -337,9 +343,7 @@ def tight_curve(q, sigma, steps, delta, sampling: str = "poisson", max_points: i
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False
-    bound = np.array([TIGHT_METHODS[m] for m in method], dtype=object)
-    bound[(bound == "exact") & ~met] = "upper"  # a closed form's interval wider than asked (see tight_interval)
-    return Tight(lo, up, method, bound, met)
+    return Tight(lo, up, method, _bounds(method, met), met)
 
 
 @dataclass(frozen=True)
