@@ -84,6 +84,11 @@ class Part:
     size: int = 0
     #: tgauss: the largest batch B_max.
     cap: int = 0
+    #: A "dp" or "pure" part flattened from a subsampled (ε, δ) object (rate < 1): the object's own (ε, δ).
+    #: ``epsilon`` and ``delta`` hold the amplified guarantee (the other methods use it); PLD composes the
+    #: subsampled object's own pair (Poisson: exact; without replacement: see :func:`safe_side_only`).
+    inner_epsilon: float = 0.0
+    inner_delta: float = 0.0
 
 
 def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
@@ -170,7 +175,17 @@ def flatten(obj, times: int = 1, where: str = "object") -> list[Part]:
         if isinstance(inner, DP):
             e, d = subsample(inner.epsilon, inner.delta, obj.rate)
             rel = "substitution" if obj.scheme == "without-replacement" else "add-remove"
-            return [dataclasses.replace(q, neighbours=rel) for q in flatten(DP(float(e), float(d)), times, where)]
+            return [
+                dataclasses.replace(
+                    q,
+                    neighbours=rel,
+                    rate=obj.rate,
+                    scheme=obj.scheme,
+                    inner_epsilon=float(inner.epsilon),
+                    inner_delta=float(inner.delta),
+                )
+                for q in flatten(DP(float(e), float(d)), times, where)
+            ]
         raise ObjectError(f"{where}: subsampling of a {type_name(inner)} object is not supported")
     raise ObjectError(f"{where}: cannot compose a {type_name(obj)} object")
 
@@ -203,6 +218,8 @@ def _key(p: Part) -> tuple:
         p.k,
         p.size,
         p.cap,
+        p.inner_epsilon,
+        p.inner_delta,
     )
 
 
@@ -445,10 +462,22 @@ def is_hull(p: Part) -> bool:
 def safe_side_only(parts: Sequence[Part]) -> bool:
     """Whether only the safe end of a PLD reading of these parts is a claim: a dominating construction
     (:data:`DOMINATING_KINDS`), or a hull of sampling without replacement (:func:`is_hull`) in 2 or more
-    releases — no pair of datasets is known to reach the hull's composition."""
-    return any(p.kind in DOMINATING_KINDS for p in parts) or (
-        any(map(is_hull, parts)) and sum(p.times for p in parts) >= 2
+    releases — no pair of datasets is known to reach the hull's composition; likewise the bounded-range
+    class's dominating pair (at each ε the largest δ over the class's generalized randomized responses, a
+    different one at each ε: tight for one release, not for a composition); a subsampled (ε, δ) object
+    sampled without replacement (:func:`_amplified_wor`)."""
+    return (
+        any(p.kind in DOMINATING_KINDS for p in parts)
+        or (any(is_hull(p) or p.kind == "br" for p in parts) and sum(p.times for p in parts) >= 2)
+        or any(_amplified_wor(p) for p in parts)
     )
+
+
+def _amplified_wor(p: Part) -> bool:
+    """A subsampled (ε, δ) object sampled without replacement: PLD composes its amplified guarantee's
+    worst-case pair, which bounds it but which no pair of datasets is known to reach (under Poisson
+    sampling the object's own pair is composed instead: exact, see :func:`dpcalc.risk.mechanisms`)."""
+    return p.kind in ("dp", "pure") and p.scale == 0 and p.rate < 1 and p.scheme != "poisson"
 
 
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without

@@ -59,6 +59,9 @@ def mechanisms(parts, delta: float | None = None) -> list | None:
             mechs.append((pld.bounded_range(p.epsilon), p.times))
         elif p.kind in ("tgauss", "ugauss", "ragauss"):
             mechs.append((_scheme_directions(p, delta), p.times))
+        elif p.kind in ("dp", "pure") and p.scale == 0 and p.rate < 1 and p.scheme == "poisson":
+            # A subsampled (ε, δ) object: its own dominating pair (exact), not the amplified guarantee's.
+            mechs.append((pld.subsampled_dp(p.inner_epsilon, p.inner_delta, p.rate), p.times))
         elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
             sub = pld.subsampled_laplace if p.scheme == "poisson" else pld.sampled_wor_laplace
             mechs.append((sub(1.0 / p.scale, p.rate), p.times))

@@ -212,14 +212,45 @@ def dp(eps: float, delta: float) -> list[Direction]:
     return [Direction(lo=-eps, hi=eps, atoms=(ell, p, q), p_inf=p_inf)]
 
 
+def _log1p_q_expm1(q: float, x: float) -> float:
+    """log(1 − q + q·e^x) without overflow or cancellation (x may be large or negative)."""
+    if x <= 700.0:
+        return float(np.log1p(q * np.expm1(x)))
+    return float(x + np.log(q + (1.0 - q) * np.exp(-x)))
+
+
 def subsampled_dp(eps: float, delta: float, rate: float) -> list[Direction]:
-    """An (ε, δ) mechanism under Poisson subsampling at rate q (add/remove): both directions."""
+    """An (ε, δ) mechanism under Poisson subsampling at rate q (add/remove): both directions of the
+    dominating pair (qP + (1 − q)Q, Q) and its reverse, (P, Q) the worst-case pair of the guarantee
+    (Zhu, Dong & Wang 2022, Prop. 30). The pair is also the output of two datasets — randomized
+    response with an atom of δ on the record's presence — so it is the subsampled object's exact
+    worst case, and its composition's lower end a lower bound too.
+
+    The losses are formed directly (log(1 − q + q·e^{±ε}) and log(1 − q)), not as logs of the
+    rounded masses' ratio."""
+    if not eps <= 700.0:  # e^{−ε} underflows: the small masses (and their finite losses) are not representable
+        raise ValueError("a subsampled (ε, δ) object with ε above 700 is beyond the PLD engine's range")
     p, q = _dp_pair(eps, delta)
-    out = []
-    for pp, qq in (((1 - rate) * q + rate * p, q), (q, (1 - rate) * q + rate * p)):
-        atoms, p_inf = _atoms_from_pair(pp, qq)
-        out.append(Direction(lo=float(atoms[0].min()), hi=float(atoms[0].max()), atoms=atoms, p_inf=p_inf))
-    return out
+    m = (1 - rate) * q + rate * p  # the mixture: (qδ, ·, ·, (1 − q)δ)
+    l1 = _log1p_q_expm1(rate, eps)  # outcome "ε": M/Q = 1 − q + q·e^ε
+    l2 = float(np.log1p(rate * np.expm1(-eps)))  # outcome "−ε": M/Q = 1 − q + q·e^{−ε}
+    l3 = float(np.log1p(-rate)) if rate < 1 else -np.inf  # outcome −∞ of P: M/Q = 1 − q
+    ell = np.array([l1, l2, l3])
+    keep_r = (m[1:] > 0) & (q[1:] > 0) & np.isfinite(ell)
+    remove = Direction(
+        lo=float(ell[keep_r].min()),
+        hi=float(ell[keep_r].max()),
+        atoms=(ell[keep_r], m[1:][keep_r], q[1:][keep_r]),
+        p_inf=float(m[0]),
+    )
+    keep_a = (q[1:] > 0) & (m[1:] > 0) & np.isfinite(ell)
+    add = Direction(
+        lo=float(-ell[keep_a].max()),
+        hi=float(-ell[keep_a].min()),
+        atoms=(-ell[keep_a], q[1:][keep_a], m[1:][keep_a]),
+        p_inf=0.0,
+    )
+    return [remove, add]
 
 
 def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
