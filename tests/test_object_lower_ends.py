@@ -52,7 +52,12 @@ def _subsampled_dp_delta(eps0, delta0, q, times, eps):
     [(0.8, 0.0, 0.06, 10, 1e-6), (0.8, 1e-6, 0.06, 10, 1e-5), (2.0, 0.0, 0.3, 6, 1e-3), (0.3, 1e-9, 0.01, 12, 1e-7)],
 )
 def test_subsampled_dp_interval_holds_the_exact_value(eps0, delta0, q, times, delta):
-    obj = {"type": "subsampled", "rate": q, "scheme": "poisson", "inner": {"type": "dp", "epsilon": eps0, "delta": delta0}}
+    obj = {
+        "type": "subsampled",
+        "rate": q,
+        "scheme": "poisson",
+        "inner": {"type": "dp", "epsilon": eps0, "delta": delta0},
+    }
     out = _run(["compose", "--times", str(times), "--delta", repr(delta), "--json"], json.dumps(obj))
     row = next(r for r in out["rows"] if r["method"] == "pld")
     lo, up = row["epsilon_lower"], row["epsilon"]
@@ -80,7 +85,9 @@ def test_subsampled_dp_without_replacement_has_no_lower_end():
 def test_bounded_range_composition_has_no_lower_end():
     # The class's dominating pair composed 103 times: its lower end (9.3296) was above the zCDP upper
     # bound (8.5155) — the pair is not the output of any one mechanism's datasets.
-    out = _run(["compose", "bounded-range", "--epsilon", "0.234729", "--times", "103", "--delta", "2.866e-11", "--json"])
+    out = _run(
+        ["compose", "bounded-range", "--epsilon", "0.234729", "--times", "103", "--delta", "2.866e-11", "--json"]
+    )
     rows = {r["method"]: r for r in out["rows"]}
     assert rows["pld"]["epsilon_lower"] is None
     tight = min(r["epsilon"] for r in out["rows"])
