@@ -80,3 +80,17 @@ def test_mu_rho_targets():
 def test_invalid_delta(bad):
     with pytest.raises(ValidationError, match="delta"):
         g.sigma_analytic(1.0, bad)
+
+
+def test_analytic_sigma_at_tiny_epsilon_is_the_epsilon_zero_answer():
+    """At ε → 0 the smallest σ tends to that of δ_μ(0) = 2Φ(μ/2) − 1 = δ; the search used to start at the tail
+    bound's ε/√(2 log 1/δ) and stop hundreds of doublings short (ε = 1e-300 gave σ = 1.5e240, labelled exact)."""
+    from scipy import special
+
+    from dpcalc.core import gaussian
+
+    eps = np.array([5e-324, 1e-300, 1e-100, 1e-50, 1e-20])
+    sig = gaussian.sigma_analytic(eps, 1e-5)
+    sigma0 = 1.0 / (2.0 * np.sqrt(2.0) * special.erfinv(1e-5))
+    assert np.all(np.abs(sig / sigma0 - 1.0) < 1e-9)
+    assert np.all(gaussian.delta_at(sig, eps) <= 1e-5)

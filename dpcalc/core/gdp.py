@@ -548,6 +548,12 @@ def _mu_for_dp(eps: np.ndarray, log_d: np.ndarray, rtol: float = 0.0, delta_t=No
     with np.errstate(over="ignore"):
         lo = 2.0 * eps / (s + np.sqrt(s * s + 2.0 * eps))
     lo = np.where(np.isfinite(lo), lo, 1e154)
+    # ... and never below μ₀ with δ_μ₀(0) = 2Φ(μ₀/2) − 1 = δ (δ_μ(ε) falls with ε, so μ₀ meets every ε; a
+    # hair below it for its rounding — it is checked like any start): at tiny ε the tail bound's start
+    # is ε/√(2L), hundreds of doublings below the answer (ε = 1e-300 stopped at μ = 7e-241, 1e235 too small).
+    with np.errstate(under="ignore"):
+        mu0 = 2.0 * np.sqrt(2.0) * special.erfinv(np.exp(log_d)) * (1.0 - 1e-9)
+    lo = np.maximum(lo, np.where(np.isfinite(mu0), mu0, 0.0))
     lo = np.maximum(lo, np.finfo(float).tiny)
     lo, found = expand_until(ok, lo, factor=0.5, want=True, max_steps=1100)
     hi, _ = expand_until(ok, lo * 2.0, want=False)
