@@ -195,7 +195,10 @@ def _gauss_mu(parts: Sequence[Part]) -> float:
     √k·μ for one part, so a ledger of k identical releases gives the same digits)."""
     if len(parts) == 1:
         return float(_fp.mul_up(_fp.sqrt_up(float(parts[0].times)), parts[0].mu))
-    mu2 = _zcdp.sum_up([_fp.mul_up(float(p.times), _fp.mul_up(p.mu, p.mu)) for p in parts])
+    # (One array operation over all parts: the same roundings, element by element, as one part at a time.)
+    mu = np.array([p.mu for p in parts], dtype=float)
+    times = np.array([float(p.times) for p in parts])
+    mu2 = _zcdp.sum_up(_fp.mul_up(times, _fp.mul_up(mu, mu)))
     return float(_fp.sqrt_up(mu2))
 
 
@@ -237,7 +240,10 @@ def group_parts(parts: Iterable[Part]) -> list[Part]:
         k = _key(p)
         first, t = counts.get(k, (p, 0))
         counts[k] = (first, t + p.times)
-    return [dataclasses.replace(first, times=t) for _, (first, t) in sorted(counts.items(), key=lambda kv: kv[0])]
+    return [
+        first if t == first.times else dataclasses.replace(first, times=t)
+        for _, (first, t) in sorted(counts.items(), key=lambda kv: kv[0])
+    ]
 
 
 #: Largest number of elements one broadcast block of :class:`_RDPSum` holds (8 MiB of float64).
@@ -602,12 +608,14 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
         exact = not dp_parts and not any(p.scheme in EPOCH_SCHEMES for p in rest)
         totals.append(Total("gdp" + suffix, "exact" if exact else "upper", e + dp_eps, delta, mu=mu))
     if all(p.kind in ZCDP_KINDS for p in rest):
-        rho = _zcdp.sum_up([_rho(p) for p in rest])
+        rho = _zcdp.sum_up(_rhos(rest))
         totals.append(
             Total("zcdp-rdp" + suffix, "upper", float(_zcdp.epsilon_tight(rho, d_rest)) + dp_eps, delta, rho=rho)
         )
     if all(p.kind in EPS_KINDS for p in rest):
-        pure = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in rest])
+        pure = _zcdp.sum_up(
+            _fp.mul_up(np.array([float(p.times) for p in rest]), np.array([p.epsilon for p in rest], dtype=float))
+        )
         totals.append(Total("basic", "upper", pure + dp_eps, dp_delta))
     if not dp_parts and len(rest) == 1:
         t = _discrete_closed_form(rest[0], delta)
@@ -667,6 +675,18 @@ def _rho(p: Part) -> float:
     return float(_fp.mul_up(float(p.times), float(per)))
 
 
+def _rhos(parts: Sequence[Part]) -> np.ndarray:
+    """:func:`_rho` of every part, in one array operation per rounding (the same values, element by element)."""
+    kinds = np.array([p.kind for p in parts], dtype=object)
+    own = np.isin(kinds, ("zcdp", "dgauss", "br"))
+    gauss = kinds == "gauss"
+    x = np.array([p.mu if k == "gauss" else p.epsilon for p, k in zip(parts, kinds)], dtype=float)
+    given = np.array([p.rho for p in parts], dtype=float)
+    per = np.where(own, given, _fp.mul_up(np.where(own, 0.0, x), np.where(own, 0.0, x)) * 0.5)
+    per = np.where(gauss | ~own, per, given)
+    return np.asarray(_fp.mul_up(np.array([float(p.times) for p in parts]), per), dtype=float)
+
+
 def unamplified(parts: Iterable[Part]) -> list[Part]:
     """The parts with each balls-in-bins epoch (ragauss) as the Gaussian mechanism it runs on the record, μ = Δ/σ
     (scheme kept: its GDP total is then an upper bound, not exact): how every method but PLD bounds it."""
@@ -721,7 +741,7 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         if t is not None:
             found[i].append(t)
     for z in _chunks(pick(ZCDP_KINDS)):
-        rho = np.array([_rho(parts[i]) for i in z])
+        rho = _rhos([parts[i] for i in z])
         e = np.atleast_1d(_zcdp.epsilon_tight(rho, np.full(rho.shape, delta)))
         for i, r, x in zip(z, rho, e):
             found[i].append(Total("zcdp-rdp", "upper", float(x), delta, rho=float(r)))

@@ -339,3 +339,31 @@ def test_plain_toml_is_read_as_tomllib_reads_it(lines, newline):
         data, bodies = got
         assert data == expected and repr(data) == repr(expected)
         assert len(bodies) == len(data.get("release", []))
+
+
+def test_vectorised_totals_match_one_part_at_a_time():
+    """_gauss_mu and _rhos round every product up in one array operation: the same digits as the per-part
+    scalar roundings (100,000 distinct piped objects took 32 s in scalar directed rounding, now about 9 s)."""
+    import random
+
+    import numpy as np
+
+    from dpcalc import accounting as A
+    from dpcalc.core import _fp
+    from dpcalc.core import zcdp as _zcdp
+
+    rng = random.Random(3)
+    parts = [
+        A.Part(
+            rng.choice(["gauss", "zcdp", "dgauss", "br", "pure"]),
+            rng.randint(1, 10**6),
+            mu=rng.random() * 3,
+            rho=rng.random(),
+            epsilon=rng.random() * 2,
+        )
+        for _ in range(2000)
+    ]
+    assert np.array_equal(A._rhos(parts), np.array([A._rho(p) for p in parts]))
+    gauss = [p for p in parts if p.kind == "gauss"]
+    one_by_one = _zcdp.sum_up([_fp.mul_up(float(p.times), _fp.mul_up(p.mu, p.mu)) for p in gauss])
+    assert A._gauss_mu(gauss) == float(_fp.sqrt_up(one_by_one))
