@@ -336,6 +336,9 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
             raise ObjectError(f"{where}: sampling {sampling!r} is accounted for gaussian releases only")
     if "epochs" in r and sampling not in EPOCH_SCHEMES:
         raise ObjectError(f"{where}: field 'epochs' goes with sampling 'shuffle' or 'balls-in-bins', not {sampling!r}")
+    if "batches" in r and sampling not in EPOCH_SCHEMES:
+        this = repr(sampling) if "rate" in r or "sampling" in r else "an unsampled release"
+        raise ObjectError(f"{where}: field 'batches' goes with sampling 'balls-in-bins', not {this}")
     if sampling in EPOCH_SCHEMES:
         scheme_fields(r, sampling, where)  # refuses dataset_size, max_batch_size, examples_per_user
         if "rate" in r:

@@ -506,6 +506,11 @@ def from_dict(d: Any, where: str = "object"):
         v = tuple(
             _number({"values": x}, "values", f"{where} value {i}", low_open=False) for i, x in enumerate(values, 1)
         )
+        for i, x in enumerate(o):
+            if x in o[:i]:
+                raise ObjectError(
+                    f"{where}: order {x:g} is given twice (orders {o.index(x) + 1} and {i + 1}); give each order once"
+                )
         return RDPCurve(o, v)
     if kind == "subsampled":
         scheme = _text(d, "scheme", where, SUBSAMPLED_SCHEMES, default="poisson")

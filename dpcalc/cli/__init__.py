@@ -15,7 +15,7 @@ import warnings
 import click
 
 from dpcalc import __version__
-from dpcalc.cli.options import CONTEXT
+from dpcalc.cli.options import CONTEXT, Group
 from dpcalc.exitcodes import ExitCode
 
 #: name → (module, attribute); imported on first use.
@@ -103,7 +103,7 @@ def _output_failed(exc, streams) -> int:
     return int(ExitCode.IO_ERROR)
 
 
-class DpcalcGroup(click.Group):
+class DpcalcGroup(Group):
     """A group that loads subcommands lazily and reports errors in one line."""
 
     def list_commands(self, ctx):
@@ -228,8 +228,9 @@ def cli():
     produced it and whether it is exact, a sound upper bound, or approximate.
 
     Exit codes: 0 success, 1 a budget check failed (or an audit contradicted
-    a claimed ε), 2 bad usage or input,
-    74 output could not be written, 130 interrupted, 141 broken pipe.
+    a claimed ε), 2 bad usage or input, 3 internal error (a bug: please
+    report it), 74 output could not be written, 130 interrupted, 141 broken
+    pipe.
     """
 
 

@@ -174,9 +174,15 @@ def check_budget(result, max_epsilon: float):
     extra["budget"] = {"max_epsilon": max_epsilon, "exceeded": bool(over)}
     if not over:
         return dataclasses.replace(result, extra=extra)
+    from dpcalc.render import format_number
+
     worst = max(over, key=lambda r: r["epsilon"])
+    # Rounded toward the safe side, as the table shows it (ε up, δ up).
+    eps = format_number(worst["epsilon"], "up")
+    delta = worst.get("delta")
+    at = format_number(delta, "up") if isinstance(delta, float) else "nan"
     msg = (
-        f"budget exceeded: ε = {worst['epsilon']:.6g} > {max_epsilon:g} at δ = {worst.get('delta', float('nan')):g} "
+        f"budget exceeded: ε = {eps} > {format_number(max_epsilon)} at δ = {at} "
         f"({worst['method']}, {worst['bound']})"
         + (f"; {len(over)} of {len(checked)} rows over" if len(checked) > 1 else "")
     )

@@ -16,6 +16,7 @@ from dpcalc.cli.options import (
     Range,
     accountant_option,
     budget_option,
+    given,
     grid_option,
     output_options,
     pld_width_option,
@@ -494,6 +495,13 @@ def from_input(source, rate, scheme, steps, delta, fmt, as_json):
                     as_json=as_json,
                 )
             elif isinstance(obj, (DP, Laplace)):
+                for name in ("steps", "delta"):
+                    if given(name):
+                        raise click.UsageError(
+                            f"{where}: --{name} does not apply to {type_name(obj)} objects (amplify bounds one step "
+                            "of them, at their own δ); drop it, and to compose T amplified steps pipe the result of "
+                            "one --scheme into 'dpcalc compose --times T --delta D'."
+                        )
                 e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
                 ctx.invoke(dp, epsilon=(e,), delta=(d,), rate=rate, scheme=scheme or "both", fmt=fmt, as_json=as_json)
             else:

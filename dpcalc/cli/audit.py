@@ -9,6 +9,7 @@ from dpcalc.cli.options import (
     NONNEGATIVE,
     PROB_OR_ZERO,
     PROBABILITY,
+    Command,
     Range,
     grid_option,
     number_option,
@@ -23,7 +24,7 @@ CANARY_TALLY = Range(0, 10**7, low_open=False, high_open=False, integer=True)
 CANARIES = Range(1, 10**7, low_open=False, high_open=False, integer=True)
 
 
-@click.command("audit", context_settings=CONTEXT)
+@click.command("audit", cls=Command, context_settings=CONTEXT)
 @number_option(
     "--true-positives", allowed=TALLY, help="Classic audit: trials with the record in where the attack said in."
 )

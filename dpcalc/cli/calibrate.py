@@ -10,6 +10,7 @@ from dpcalc.cli.options import (
     POSITIVE,
     PROB_OR_ZERO,
     PROBABILITY,
+    Group,
     Range,
     exclusive,
     grid_option,
@@ -19,7 +20,7 @@ from dpcalc.cli.options import (
 )
 
 
-@click.group(context_settings=CONTEXT)
+@click.group(cls=Group, context_settings=CONTEXT)
 def calibrate():
     """Noise for a target guarantee: σ for Gaussian, b for Laplace."""
 

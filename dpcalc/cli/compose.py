@@ -28,7 +28,7 @@ from dpcalc.cli.options import (
     require,
     sensitivity_option,
 )
-from dpcalc.cli.pipe import PipeGroup, input_option, read_counted
+from dpcalc.cli.pipe import PipeGroup, input_option, read_counted, stdin_has_data
 
 _times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
 _target_delta = grid_option("--delta", allowed=PROBABILITY, help="δ at which to report the total ε.")
@@ -842,6 +842,11 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         refuse_unused(
             "with --ledger (the releases and their counts come from the ledger)", "source", "times", "delta_prime"
         )
+        if stdin_has_data():
+            raise click.UsageError(
+                "stdin has privacy objects but --ledger reads the releases from the ledger; list them in the "
+                "ledger, or pipe them without --ledger."
+            )
         return _compose_ledger(ledger, delta, accountant != "rdp", ledger_rows, fmt, as_json)
     refuse_unused("without --ledger (it says how a ledger's releases are listed)", "ledger_rows")
     # Identical objects are read once and counted: k of them are one k-fold composition.
@@ -991,6 +996,18 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
     ctx = click.get_current_context()
     if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
         ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon
+    # An option replaces the ledger's own value (documented precedence), and says so: never silently.
+    if delta is not None and book.delta is not None and delta != book.delta:
+        warnings.append(
+            f"--delta {delta:g} replaces delta = {book.delta:g} of ledger {path}: the totals are at δ = {delta:g}."
+        )
+    cli_max = ctx.meta.get("dpcalc.max_epsilon")
+    if book.max_epsilon is not None and cli_max != book.max_epsilon:
+        how = "looser" if cli_max > book.max_epsilon else "stricter"
+        warnings.append(
+            f"--max-epsilon {cli_max:g} replaces max_epsilon = {book.max_epsilon:g} of ledger {path} (a {how} "
+            "budget): the check is against the option."
+        )
     # Each kind's share of the total (all its releases): the shares of its parts.
     kind_share, at = [], 0
     for ps in parts:

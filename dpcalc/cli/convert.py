@@ -15,6 +15,7 @@ from dpcalc.cli.options import (
     Range,
     budget_option,
     exclusive,
+    given,
     grid_option,
     output_options,
     refuse_unused,
@@ -422,6 +423,12 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
     a, v = np.asarray(orders), np.asarray(values)
     if a.size != v.size:
         raise click.UsageError(f"--orders has {a.size} values but --values has {v.size}; give one value per order.")
+    for i, x in enumerate(orders):
+        if x in orders[:i]:
+            raise click.UsageError(
+                f"Invalid value for '--orders': order {x:g} is given twice (items {orders.index(x) + 1} and {i + 1}); "
+                "give each order once."
+            )
     exclusive(delta=delta, epsilon=epsilon)
     require("delta", delta if epsilon is None else epsilon, "give --delta (for ε) or --epsilon (for δ)")
     rows = []
@@ -800,6 +807,12 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
     with c.collecting() as results:
         for obj, where in read_objects(source):
             with c.attributed(where):
+                if isinstance(obj, (Gaussian, GDP)) and target in ("gdp", "zcdp"):
+                    what = "its μ and ρ (as columns)" if isinstance(obj, Gaussian) else "its (ε, δ) curve"
+                    raise click.UsageError(
+                        f"{where}: --to {target} is not available for a {type_name(obj)} object; use --to dp (the "
+                        f"default) for {what}, or --to tradeoff or attack."
+                    )
                 if isinstance(obj, Gaussian):
                     ctx.invoke(gaussian, sigma=(obj.sigma,), sensitivity=(obj.sensitivity,), **curve)
                 elif isinstance(obj, GDP):
@@ -809,6 +822,13 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                 elif isinstance(obj, (DP, Laplace)):
                     e, d = (obj.epsilon, obj.delta) if isinstance(obj, DP) else (obj.sensitivity / obj.scale, 0.0)
                     to = target or ("gdp" if d > 0 else "zcdp")
+                    for name in ("epsilon", "delta"):
+                        if given(name):
+                            raise click.UsageError(
+                                f"{where}: --{name} does not apply to {type_name(obj)} objects (the object is the "
+                                f"guarantee, with its own ε and δ); drop it, or type 'dpcalc convert dp' to give "
+                                "other values."
+                            )
                     if to == "dp":
                         raise click.UsageError(
                             f"{where} is already an (ε, δ) guarantee; use --to gdp, zcdp, tradeoff or attack."

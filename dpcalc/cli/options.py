@@ -426,3 +426,80 @@ def refuse_width_without_pld(accountant: str) -> None:
     """--pld-width sets the PLD engine's interval: refused with --accountant rdp, where that engine does not run."""
     if accountant == "rdp":
         refuse_unused("with --accountant rdp (no PLD interval is computed)", "pld_width")
+
+
+def _shown(value: Any) -> str:
+    from dpcalc.textio import clean
+
+    text = " ".join(value) if isinstance(value, (list, tuple)) else str(value)
+    text = clean(" ".join(text.split()))
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _RepeatWatch:
+    """Records what each single-valued option was given on one command line, and refuses a second value."""
+
+    def __init__(self, parser) -> None:
+        self.typed: str | None = None
+        self.seen: dict[str, tuple[str, Any]] = {}
+        originals = {}
+        for opt in {id(o): o for o in [*parser._long_opt.values(), *parser._short_opt.values()]}.values():
+            if opt.action in ("append", "append_const", "count") or getattr(opt.obj, "multiple", False):
+                continue
+            originals[id(opt)] = opt.process
+            opt.process = self._wrap(opt, opt.process)
+        match_long = parser._match_long_opt
+
+        def _match_long_opt(opt, explicit_value, state):
+            self.typed = opt
+            try:
+                match_long(opt, explicit_value, state)
+            finally:
+                self.typed = None
+
+        parser._match_long_opt = _match_long_opt
+
+    def _wrap(self, opt, process):
+        def wrapped(value, state):
+            flag = opt.action.endswith("_const")
+            shown = opt.const if flag else value
+            typed = self.typed or max(opt._long_opts or opt._short_opts, key=len)
+            key = opt.dest or ""
+            if key in self.seen:
+                first_typed, first = self.seen[key]
+                if not (flag and first == shown):
+                    names = typed if typed == first_typed else f"{first_typed} (also written {typed})"
+                    if flag:
+                        raise click.UsageError(f"{first_typed} and {typed} given together; give only one.")
+                    raise click.UsageError(f"{names} given twice ({_shown(first)} and {_shown(shown)}); give it once.")
+            else:
+                self.seen[key] = (typed, shown)
+            process(value, state)
+
+        return wrapped
+
+
+class OnceOnly:
+    """Mixin for click commands and groups: a single-valued option given twice is an error, not the last value.
+
+    Options declared ``multiple=True`` and counting flags are not affected; a flag repeated with the same
+    meaning (``--json --json``) is accepted. Aliases of one parameter count together (``--noise-multiplier 1.1
+    --sigma 5``), as do ``--opt=value`` forms; the parser itself decides what is an option, so a value that
+    looks like one (``--delta -1``) and everything after ``--`` are left alone.
+    """
+
+    def make_parser(self, ctx):
+        parser = super().make_parser(ctx)  # type: ignore[misc]
+        if not ctx.resilient_parsing:
+            _RepeatWatch(parser)
+        return parser
+
+
+class Command(OnceOnly, click.Command):
+    """A dpcalc command (see :class:`OnceOnly`)."""
+
+
+class Group(OnceOnly, click.Group):
+    """A dpcalc command group whose subcommands are :class:`Command` (see :class:`OnceOnly`)."""
+
+    command_class = Command

@@ -15,10 +15,11 @@ import sys
 
 import click
 
+from dpcalc.cli.options import Group
 from dpcalc.model import SCHEMA_VERSION
 
 
-class PipeGroup(click.Group):
+class PipeGroup(Group):
     """A group that sends option-first invocations to its ``input`` subcommand."""
 
     def parse_args(self, ctx, args):
@@ -48,6 +49,36 @@ def _stdin_is_tty() -> bool:
         return sys.stdin.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def stdin_has_data() -> bool:
+    """Whether stdin holds something other than whitespace already (a command that does not read it refuses that,
+    rather than drop it). A TTY, a closed or empty stdin, and a pipe nothing has been written to yet are not data:
+    this never waits for a writer. stdin is read only in the cases where it would otherwise be ignored."""
+    import io
+    import os
+
+    stream = sys.stdin
+    if stream is None or _stdin_is_tty():
+        return False
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        fd = None
+    try:
+        if fd is None:  # in memory (dpcalc.api, tests): reading cannot block
+            raw = getattr(stream, "buffer", stream).read(65536)
+        else:
+            import select
+
+            if not select.select([fd], [], [], 0)[0]:
+                return False
+            raw = os.read(fd, 65536)
+    except (OSError, ValueError):
+        return False
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    return bool(raw and raw.strip())
 
 
 input_option = click.option(

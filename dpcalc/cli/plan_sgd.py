@@ -12,6 +12,7 @@ from dpcalc.cli.options import (
     PROBABILITY,
     RATE,
     UNIT_CLOSED,
+    Command,
     budget_option,
     exclusive,
     grid_option,
@@ -28,7 +29,7 @@ MAX_CURVE_POINTS = 10_000
 ACCOUNTANT_CHOICES = ["rdp", "pld", "gdp-clt", "all"]
 
 
-@click.command("plan-sgd", context_settings=CONTEXT)
+@click.command("plan-sgd", cls=Command, context_settings=CONTEXT)
 @grid_option("--dataset-size", allowed=COUNT, help="Number of training records N.")
 @grid_option(
     "--batch-size",

@@ -1,0 +1,224 @@
+"""Inputs that used to change an answer silently (fuzz review): each is now refused (exit 2, one line) or said."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+LEDGER = ROOT / "examples" / "privacy.toml"
+
+
+def run(args, input=None):
+    return CliRunner().invoke(cli, args.split() if isinstance(args, str) else args, input=input)
+
+
+def refused(args, input=None, *mentions):
+    r = run(args, input)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1, r.stderr
+    for m in mentions:
+        assert m in r.stderr, r.stderr
+    return r.stderr
+
+
+# ---------------------------------------------------------------- 1. an option given twice
+
+
+@pytest.mark.parametrize(
+    "args, input, mentions",
+    [
+        ("compose gaussian --sigma 2 --times 1000 --times 1 --delta 1e-5", None, ["--times given twice (1000 and 1)"]),
+        (
+            "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --noise-multiplier 5 "
+            "--value epsilon",
+            None,
+            ["--noise-multiplier given twice (1.1 and 5)"],
+        ),
+        (
+            "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --sigma 5",
+            None,
+            ["--noise-multiplier", "--sigma", "(1.1 and 5)"],
+        ),
+        (
+            "compose --times 100 --delta 1e-5 --max-epsilon 8 --max-epsilon 1000",
+            '{"type":"gdp","mu":1}',
+            ["--max-epsilon given twice (8 and 1000)"],
+        ),
+        ("compose gaussian --sigma 2 --times 10 --delta=1e-5 --delta 1e-3", None, ["--delta given twice"]),
+        ("convert gaussian --sigma 2 --sigma=3", None, ["--sigma given twice (2 and 3)"]),
+        ("calibrate gaussian --epsilon 1 --epsilon 2 --delta 1e-5", None, ["--epsilon given twice"]),
+        ("convert gaussian --sigma 2 --format json --format csv", None, ["--format given twice (json and csv)"]),
+        ("compose gaussian --sigma 2 --times 10 --delta 1e-5 --value epsilon --value mu", None, ["--value"]),
+    ],
+)
+def test_an_option_given_twice_is_refused(args, input, mentions):
+    refused(args, input, *mentions)
+
+
+def test_repeatable_options_and_repeated_flags_still_work():
+    # --release is multiple=True; a flag repeated with the same meaning changes nothing.
+    r = run("compose gaussian --release 2,1,10 --release 3,1,10 --delta 1e-5 --value epsilon")
+    assert r.exit_code == 0, r.stderr
+    r = run("compose gaussian --sigma 2 --times 10 --delta 1e-5 --json --json")
+    assert r.exit_code == 0, r.stderr
+
+
+def test_a_value_that_looks_like_an_option_is_a_value():
+    # After --input the next word is its value, even when it is "--times": no repeat is counted.
+    r = run(["compose", "--times", "2", "--delta", "1e-5", "--input", "--times"])
+    assert r.exit_code == 2 and "given twice" not in r.stderr
+
+
+# ---------------------------------------------------------------- 2. --ledger twice, or with piped objects
+
+
+def test_ledger_given_twice_is_refused(tmp_path):
+    refused(f"compose --ledger {ROOT}/examples/privacy.toml --ledger {ROOT}/examples/privacy.toml", None, "--ledger")
+
+
+def test_ledger_with_piped_objects_is_refused():
+    refused(f"compose --ledger {ROOT}/examples/privacy.toml", '{"type":"gdp","mu":50}', "stdin has privacy objects")
+
+
+def test_ledger_with_empty_or_blank_stdin_still_works():
+    for stdin in (None, "", "  \n"):
+        r = run(f"compose --ledger {ROOT}/examples/privacy.toml", stdin)
+        assert r.exit_code == 0, r.stderr
+
+
+def test_ledger_with_dev_null_stdin_works_in_a_subprocess():
+    r = subprocess.run(
+        [sys.executable, "-m", "dpcalc", "compose", "--ledger", str(LEDGER), "--value", "epsilon"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "dpcalc", "compose", "--ledger", str(LEDGER)],
+        input='{"type":"gdp","mu":50}',
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "stdin has privacy objects" in r.stderr
+
+
+# ---------------------------------------------------------------- 3. amplify: options a piped object ignores
+
+
+@pytest.mark.parametrize(
+    "args, obj, option",
+    [
+        ("amplify --rate 0.01 --steps 100 --scheme poisson", '{"type":"dp","epsilon":1,"delta":1e-6}', "--steps"),
+        ("amplify --rate 0.01 --steps 10000 --value epsilon", '{"type":"laplace","scale":1}', "--steps"),
+        ("amplify --rate 0.01 --delta 1e-3", '{"type":"laplace","scale":1}', "--delta"),
+    ],
+)
+def test_amplify_refuses_options_a_piped_object_does_not_use(args, obj, option):
+    refused(args, obj, f"{option} does not apply", "compose --times")
+
+
+def test_amplify_still_uses_steps_for_a_piped_gaussian():
+    r = run("amplify --rate 0.01 --steps 10 --value epsilon", '{"type":"gaussian","sigma":1}')
+    assert r.exit_code == 0, r.stderr
+    r = run("amplify --rate 0.01 --value epsilon", '{"type":"laplace","scale":1}')
+    assert r.exit_code == 0, r.stderr
+
+
+# ---------------------------------------------------------------- 4. convert: --to and ignored options
+
+
+@pytest.mark.parametrize(
+    "args, obj",
+    [
+        ("convert --to zcdp", '{"type":"gdp","mu":1}'),
+        ("convert --to gdp", '{"type":"gaussian","sigma":2}'),
+        ("convert --to zcdp", '{"type":"gaussian","sigma":2}'),
+        ("convert --to gdp", '{"type":"gdp","mu":1}'),
+    ],
+)
+def test_convert_to_gdp_or_zcdp_of_a_gaussian_or_gdp_is_refused(args, obj):
+    refused(args, obj, "is not available", "--to dp")
+
+
+@pytest.mark.parametrize("option", ["--epsilon 3", "--delta 1e-3"])
+@pytest.mark.parametrize("obj", ['{"type":"dp","epsilon":1,"delta":1e-6}', '{"type":"laplace","scale":1}'])
+def test_convert_refuses_epsilon_or_delta_for_a_piped_guarantee(option, obj):
+    refused(f"convert {option}", obj, f"{option.split()[0]} does not apply")
+
+
+# ---------------------------------------------------------------- 5. an RDP curve with a repeated order
+
+
+def test_rdp_order_given_twice_is_refused():
+    refused("convert rdp --orders 2,2 --values 50,0.001 --delta 1e-5", None, "order 2 is given twice")
+    refused("convert --delta 1e-5", '{"type":"rdp","orders":[2,2],"values":[50,0.001]}', "order 2 is given twice")
+
+
+# ---------------------------------------------------------------- 6. ledger: batches on another scheme
+
+
+@pytest.mark.parametrize(
+    "release",
+    [
+        'mechanism = "gaussian"\nnoise_multiplier = 1\nrate = 0.01\ntimes = 1000\nbatches = 5\n',
+        'mechanism = "gaussian"\nsigma = 1\ntimes = 10\nbatches = 5\n',
+    ],
+)
+def test_ledger_batches_outside_balls_in_bins_is_refused(tmp_path, release):
+    p = tmp_path / "b.toml"
+    p.write_text(f'[ledger]\ndelta = 1e-6\nneighbours = "add-remove"\n\n[[release]]\n{release}')
+    refused(f"compose --ledger {p}", None, "field 'batches' goes with sampling 'balls-in-bins'")
+
+
+# ---------------------------------------------------------------- 7. options that replace a ledger's values
+
+
+def _budget_ledger(tmp_path):
+    p = tmp_path / "budget.toml"
+    p.write_text(
+        '[ledger]\ndelta = 1e-6\nmax_epsilon = 1\n\n[[release]]\nmechanism = "gaussian"\nsigma = 1\ntimes = 10\n'
+    )
+    return p
+
+
+def test_an_option_replacing_the_ledger_budget_says_so(tmp_path):
+    p = _budget_ledger(tmp_path)
+    r = run(f"compose --ledger {p} --max-epsilon 100")
+    assert r.exit_code == 0
+    assert "--max-epsilon 100 replaces max_epsilon = 1" in r.stderr and "looser" in r.stderr
+    r = run(f"compose --ledger {p} --max-epsilon 100 --json")
+    assert any("replaces max_epsilon" in w for w in json.loads(r.stdout)["warnings"])
+    r = run(f"compose --ledger {p} --max-epsilon 1")  # the same value: nothing replaced
+    assert "replaces" not in r.stderr
+
+
+def test_an_option_replacing_the_ledger_delta_says_so(tmp_path):
+    p = _budget_ledger(tmp_path)
+    r = run(f"compose --ledger {p} --delta 0.5 --max-epsilon 100")
+    assert r.exit_code == 0 and "--delta 0.5 replaces delta = 1e-06" in r.stderr
+
+
+# ---------------------------------------------------------------- 8. help and the budget line
+
+
+def test_help_lists_exit_code_3():
+    r = run("--help")
+    assert "3 internal error" in " ".join(r.stdout.split())
+
+
+def test_budget_line_rounds_epsilon_up():
+    # ε = 33.10373233… : 6 significant digits toward the safe side are 33.1038 (not 33.1037).
+    r = run("compose gaussian --sigma 2 --times 100 --delta 1e-5 --max-epsilon 0.1 --json")
+    assert r.exit_code == 1
+    eps = next(row["epsilon"] for row in json.loads(r.stdout)["rows"] if row["method"] == "gdp")
+    shown = float(r.stderr.split("ε = ")[1].split()[0])
+    assert shown >= eps and "ε = 33.1038 >" in r.stderr
