@@ -491,7 +491,10 @@ class OnceOnly:
     def make_parser(self, ctx):
         parser = super().make_parser(ctx)  # type: ignore[misc]
         if not ctx.resilient_parsing:
-            _RepeatWatch(parser)
+            try:
+                _RepeatWatch(parser)
+            except AttributeError:  # pragma: no cover - a click whose parser internals moved: parse as click does
+                pass  # (tests/test_silent_inputs.py fails then, so a release cannot ship without the check)
         return parser
 
 
