@@ -97,3 +97,21 @@ def test_bounded_range_composition_has_no_lower_end():
     rows = {r["method"]: r for r in one["rows"]}
     assert rows["pld"]["epsilon_lower"] is not None
     assert rows["pld"]["epsilon_lower"] <= rows["bounded-range-ddr"]["epsilon"]
+
+
+def test_amplified_laplace_pipes_on_as_the_laplace_mechanism():
+    """amplify of a piped Laplace object reports the amplified (ε, 0) guarantee, but the object it passes on is
+    the subsampled Laplace mechanism (it was a subsampled ε-DP object: looser, and its exact worst case is
+    randomized response's, 0.6477 here, not the Laplace's 0.5934)."""
+    lap = json.dumps({"type": "laplace", "scale": 1.25, "sensitivity": 1})
+    out = _run(["amplify", "--rate", "0.06", "--scheme", "poisson", "--json"], lap)
+    assert [o["inner"]["type"] for o in out["objects"]] == ["laplace"]
+    assert out["rows"][0]["epsilon"] == pytest.approx(0.0709546, abs=1e-7)  # the guarantee, as before
+    piped = _run(["compose", "--times", "10", "--delta", "1e-6", "--json"], json.dumps(out))
+    direct = _run(
+        ["compose", "--times", "10", "--delta", "1e-6", "--json"],
+        json.dumps({"type": "subsampled", "rate": 0.06, "scheme": "poisson", "inner": json.loads(lap)}),
+    )
+    row = next(r for r in piped["rows"] if r["method"] == "pld")
+    assert row == next(r for r in direct["rows"] if r["method"] == "pld")
+    assert row["epsilon_lower"] <= 0.593421 and 0.593426 <= row["epsilon"] < 0.6477  # dp-accounting at 1e-6
