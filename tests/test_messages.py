@@ -125,3 +125,22 @@ def test_errors_name_options_the_user_can_type(path, option, value):
     named = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", r.stderr))
     assert named <= typable, (args, r.stderr, named - typable)
     assert named or "these inputs" in r.stderr, (args, r.stderr)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "calibrate bounded-range --rho 1e308",
+        "calibrate gaussian --sensitivity 1e308 --epsilon 1 --delta 1e-5",
+        "calibrate discrete-laplace --epsilon 1e-320",
+    ],
+)
+def test_a_derived_value_beyond_floating_point_names_the_options_not_nan(args):
+    """A value derived from the inputs that is not finite: the message names the options typed, and prints no
+    nan or inf (it printed 'epsilon0 = nan', 'sigma = inf')."""
+    r = CliRunner().invoke(cli, args.split())
+    assert r.exit_code == 2
+    line = r.output.strip()
+    assert line.startswith("Error:") and "\n" not in line
+    assert not re.search(r"\b(nan|inf)\b", line)
+    assert args.split()[2] in line  # the first option typed, with its value

@@ -211,10 +211,33 @@ def _option_message(exc, args) -> str:
     option = "--" + exc.name.replace("_", "-")
     if option in args:
         return f"Invalid value for '{option}': {exc.value!r} is out of range; expected {exc.allowed}."
+    import math
+
+    try:
+        finite = math.isfinite(float(exc.value))
+    except (TypeError, ValueError, OverflowError):
+        finite = True
+    got = f"{exc.name} = {exc.value!r}" if finite else f"no finite {exc.name} (beyond floating point)"
+    typed = _typed_values(args)
+    given = f" ({typed})" if typed else ""
     return (
-        f"these inputs give {exc.name} = {exc.value!r}, outside what dpcalc can compute ({exc.allowed} is needed); "
+        f"these inputs{given} give {got}, outside what dpcalc can compute ({exc.allowed} is needed); "
         "use less extreme values."
     )
+
+
+def _typed_values(args, most: int = 4) -> str:
+    """The options typed with their values, for a message about a value derived from them."""
+    out = []
+    for i, a in enumerate(args):
+        if not a.startswith("--") or len(a) <= 2:
+            continue
+        if "=" in a:
+            out.append(a)
+        elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            out.append(f"{a} {args[i + 1]}")
+    text = ", ".join(out[:most]) + (", …" if len(out) > most else "")
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 @click.group(cls=DpcalcGroup, context_settings=CONTEXT)
