@@ -480,10 +480,23 @@ def safe_side_only(parts: Sequence[Part]) -> bool:
 
 
 def _amplified_wor(p: Part) -> bool:
-    """A subsampled (ε, δ) object sampled without replacement: PLD composes its amplified guarantee's
-    worst-case pair, which bounds it but which no pair of datasets is known to reach (under Poisson
-    sampling the object's own pair is composed instead: exact, see :func:`dpcalc.risk.mechanisms`)."""
-    return p.kind in ("dp", "pure") and p.scale == 0 and p.rate < 1 and p.scheme != "poisson"
+    """A subsampled (ε, δ) object that PLD composes as its amplified guarantee's worst-case pair, which
+    bounds it but which no pair of datasets is known to reach: sampled without replacement, or with an
+    ε past :data:`~dpcalc.core.pld.mechanisms.SUBSAMPLED_DP_MAX_EPSILON` (otherwise, under Poisson
+    sampling, the object's own pair is composed: exact, see :func:`dpcalc.risk.mechanisms`)."""
+    return is_subsampled_dp(p) and not own_pair(p)
+
+
+def is_subsampled_dp(p: Part) -> bool:
+    """A "dp" or "pure" part flattened from a subsampled (ε, δ) object."""
+    return p.kind in ("dp", "pure") and p.scale == 0 and p.rate < 1
+
+
+def own_pair(p: Part) -> bool:
+    """Whether PLD composes a subsampled (ε, δ) part as the object's own pair (Poisson, ε within range)."""
+    from dpcalc.core.pld.mechanisms import SUBSAMPLED_DP_MAX_EPSILON
+
+    return is_subsampled_dp(p) and p.scheme == "poisson" and p.inner_epsilon <= SUBSAMPLED_DP_MAX_EPSILON
 
 
 #: Part kinds only the PLD engine can account for (no RDP, zCDP or GDP bound in dpcalc): sampling without

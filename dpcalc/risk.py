@@ -34,7 +34,7 @@ def mechanisms(parts, delta: float | None = None) -> list | None:
     has no PLD here (zCDP, RDP curves). Discrete mechanisms map to their own directions
     (:mod:`dpcalc.core.pld.discrete`); a discrete Gaussian whose σ is past its sums' range raises ValidationError.
     ``delta``: the smallest δ the total is read at (a balls-in-bins epoch's construction depends on it)."""
-    from dpcalc.accounting import PLD_KINDS
+    from dpcalc.accounting import PLD_KINDS, own_pair
     from dpcalc.core import pld
 
     if any(p.kind not in PLD_KINDS for p in parts):
@@ -59,7 +59,7 @@ def mechanisms(parts, delta: float | None = None) -> list | None:
             mechs.append((pld.bounded_range(p.epsilon), p.times))
         elif p.kind in ("tgauss", "ugauss", "ragauss"):
             mechs.append((_scheme_directions(p, delta), p.times))
-        elif p.kind in ("dp", "pure") and p.scale == 0 and p.rate < 1 and p.scheme == "poisson":
+        elif own_pair(p):
             # A subsampled (ε, δ) object: its own dominating pair (exact), not the amplified guarantee's.
             mechs.append((pld.subsampled_dp(p.inner_epsilon, p.inner_delta, p.rate), p.times))
         elif p.kind == "pure" and p.scale > 0 and p.rate < 1:
@@ -97,7 +97,14 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
 
         # μ rounded up (the safe side of every reading: advantage and TPR grow with μ, β falls).
         return Case(base, mu=_gauss_mu(parts), label=label)
-    mechs = mechanisms(parts)
+    try:
+        mechs = mechanisms(parts)
+    except ValueError as exc:  # a pair beyond what the PLD engine represents (an (ε, δ) object with ε past ~745)
+        from dpcalc.core.errors import ValidationError
+
+        if isinstance(exc, ValidationError):  # an input out of a mechanism's range: the caller names it
+            raise
+        return None
     from dpcalc.accounting import safe_side_only
 
     return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=safe_side_only(parts))

@@ -7,6 +7,7 @@ import itertools
 import json
 
 import mpmath as mp
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -115,3 +116,27 @@ def test_amplified_laplace_pipes_on_as_the_laplace_mechanism():
     row = next(r for r in piped["rows"] if r["method"] == "pld")
     assert row == next(r for r in direct["rows"] if r["method"] == "pld")
     assert row["epsilon_lower"] <= 0.593421 and 0.593426 <= row["epsilon"] < 0.6477  # dp-accounting at 1e-6
+
+
+@pytest.mark.parametrize("eps0", [705.0, 750.0, 1000.0])
+def test_subsampled_dp_at_huge_epsilon_answers_or_refuses_cleanly(eps0):
+    """Past ε = 700 the object's own pair is not representable: compose answers by the amplified guarantee
+    (upper end only) or the closed forms, and convert --to attack answers its sound side or refuses in one line
+    (an internal error before)."""
+    obj = json.dumps({"type": "subsampled", "rate": 0.3, "scheme": "poisson", "inner": {"type": "dp", "epsilon": eps0}})
+    out = _run(["compose", "--times", "3", "--delta", "1e-6", "--json"], obj)
+    assert all(r["epsilon_lower"] is None for r in out["rows"])
+    assert min(r["epsilon"] for r in out["rows"]) >= 3 * (eps0 + np.log(0.3)) - 1e-9
+    r = CliRunner().invoke(cli, ["convert", "--to", "attack", "--fpr", "0.01", "--json"], input=obj)
+    if r.exit_code == 0:
+        row = json.loads(r.stdout)["rows"][0]
+        assert row["tpr_lower"] is None and row["tpr"] >= 0.01
+    else:
+        assert r.exit_code == 2 and r.output.startswith("Error:") and r.output.count("\n") == 1
+
+
+def test_subsampled_dp_at_rate_one_is_the_mechanism():
+    from dpcalc.core import pld
+
+    (d,) = pld.subsampled_dp(0.5, 1e-6, 1.0)
+    assert d.p_inf == 1e-6 and sorted(d.atoms[0].tolist()) == [-0.5, 0.5]

@@ -925,10 +925,18 @@ def _risk_result(obj, where: str, target: str, alpha, fpr):
         raise click.UsageError(str(exc)) from None
     case = risk.case_of_parts(parts, {}, where)
     if case is None:
-        raise click.UsageError(
-            f"--to {target}: {where} has a zCDP or RDP part, which has no trade-off curve here; convert the "
-            "mechanisms it came from instead."
-        )
+        from dpcalc.accounting import PLD_KINDS
+
+        if any(p.kind not in PLD_KINDS for p in parts):
+            why = (
+                "has a zCDP or RDP part, which has no trade-off curve here; convert the mechanisms it came from instead"
+            )
+        else:
+            why = (
+                "has an (ε, δ) part with ε beyond what the PLD engine represents (above about 700), so no trade-off "
+                "curve is read from it; --to dp gives its (ε, δ)"
+            )
+        raise click.UsageError(f"--to {target}: {where} {why}.")
     points = (alpha or parse_grid(DEFAULT_ALPHAS)) if target == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
     try:
         cols, rows, notes = risk.rows([case], target, points)

@@ -208,8 +208,14 @@ def dp(eps: float, delta: float) -> list[Direction]:
     """A generic (ε, δ)-DP mechanism via its worst-case pair (symmetric). Its finite losses are ±ε exactly
     (log of the masses' ratio would carry their rounding: k releases add it up k times)."""
     (ell, p, q), p_inf = _atoms_from_pair(*_dp_pair(eps, delta))
+    if ell.size < 2:  # 1/(1 + e^ε) underflowed (ε past ~745): the pair is not representable
+        raise ValueError("an (ε, δ) object with ε above 745 is beyond the PLD engine's range")
     ell = np.where(ell > 0, eps, -eps)
     return [Direction(lo=-eps, hi=eps, atoms=(ell, p, q), p_inf=p_inf)]
+
+
+#: Largest ε of :func:`subsampled_dp` (beyond it callers compose the amplified guarantee's pair, a bound only).
+SUBSAMPLED_DP_MAX_EPSILON = 700.0
 
 
 def _log1p_q_expm1(q: float, x: float) -> float:
@@ -228,8 +234,10 @@ def subsampled_dp(eps: float, delta: float, rate: float) -> list[Direction]:
 
     The losses are formed directly (log(1 − q + q·e^{±ε}) and log(1 − q)), not as logs of the
     rounded masses' ratio."""
-    if not eps <= 700.0:  # e^{−ε} underflows: the small masses (and their finite losses) are not representable
+    if not eps <= SUBSAMPLED_DP_MAX_EPSILON:  # e^{−ε} nears underflow: the small masses are not representable
         raise ValueError("a subsampled (ε, δ) object with ε above 700 is beyond the PLD engine's range")
+    if rate >= 1:  # every record sampled: the mechanism itself
+        return dp(eps, delta)
     p, q = _dp_pair(eps, delta)
     m = (1 - rate) * q + rate * p  # the mixture: (qδ, ·, ·, (1 − q)δ)
     l1 = _log1p_q_expm1(rate, eps)  # outcome "ε": M/Q = 1 − q + q·e^ε
