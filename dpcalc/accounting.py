@@ -561,7 +561,30 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None
     # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
     lower = None if safe_side_only(parts) else float(ans.lower[0])
+    if lower is None and len(parts) == 1 and _amplified_wor(parts[0]) and parts[0].scheme == "without-replacement":
+        lower = _realisable_wor_lower(parts[0], delta, float(ans.upper[0]), kw)
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
+
+
+def _realisable_wor_lower(p: Part, delta: float, upper: float, kw: dict) -> float | None:
+    """A lower end for T releases of a subsampled (ε, δ) object sampled without replacement: Poisson sampling's
+    pair (qP + (1 − q)Q, Q) composed. Two datasets realise it under substitution too — a mechanism answering
+    randomized response (with δ's atom) on whether record x is in the batch is (ε, δ)-DP under substitution;
+    the dataset holding x puts it in each batch with probability q = m/n, its neighbour (x replaced) never —
+    so its certified lower end is one for the object (None where it cannot be read, or is not below the
+    upper end, which a sound pair of bounds never is)."""
+    from dpcalc.core import pld
+    from dpcalc.core.pld.mechanisms import SUBSAMPLED_DP_MAX_EPSILON
+
+    if not p.inner_epsilon <= SUBSAMPLED_DP_MAX_EPSILON:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            a = pld.epsilon([(pld.subsampled_dp(p.inner_epsilon, p.inner_delta, p.rate), p.times)], delta, **kw)
+    except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
+        return None
+    lo = float(a.lower[0])
+    return lo if math.isfinite(lo) and lo <= upper else None
 
 
 def _no_pld_error() -> ObjectError:

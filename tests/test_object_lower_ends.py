@@ -70,17 +70,23 @@ def test_subsampled_dp_interval_holds_the_exact_value(eps0, delta0, q, times, de
     assert up - lo <= max(1e-3 * up, 1e-4)
 
 
-def test_subsampled_dp_without_replacement_has_no_lower_end():
+@pytest.mark.parametrize("q, delta0", [(0.06, 0.0), (0.5, 1e-7)])
+def test_subsampled_dp_without_replacement_takes_poissons_realisable_lower_end(q, delta0):
+    """Without replacement the upper end composes the amplified guarantee's pair (a bound no datasets are known
+    to reach); the lower end is the Poisson pair's, which two datasets realise under substitution too (its exact
+    δ at that end is above δ), and never above the upper end."""
     obj = {
         "type": "subsampled",
-        "rate": 0.06,
+        "rate": q,
         "scheme": "without-replacement",
-        "inner": {"type": "dp", "epsilon": 0.8, "delta": 0.0},
+        "inner": {"type": "dp", "epsilon": 0.8, "delta": delta0},
     }
     out = _run(["compose", "--times", "10", "--delta", "1e-6", "--json"], json.dumps(obj))
     row = next(r for r in out["rows"] if r["method"] == "pld")
-    assert row["epsilon_lower"] is None  # the amplified pair bounds it; no dataset pair is known to reach it
-    assert row["epsilon"] >= 0.6477  # at least the Poisson pair's exact value (realisable here too)
+    lo, up = row["epsilon_lower"], row["epsilon"]
+    assert lo is not None and lo <= up
+    assert _subsampled_dp_delta(0.8, delta0, q, 10, lo) > 1e-6  # below the realisable pair's ε
+    assert _subsampled_dp_delta(0.8, delta0, q, 10, up) <= 1e-6  # the upper end is at least that pair's ε
 
 
 def test_bounded_range_composition_has_no_lower_end():
