@@ -561,7 +561,7 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
         return None
     # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
     lower = None if safe_side_only(parts) else float(ans.lower[0])
-    if lower is None and len(parts) == 1 and _amplified_wor(parts[0]) and parts[0].scheme == "without-replacement":
+    if lower is None and len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement":
         lower = _realisable_wor_lower(parts[0], delta, float(ans.upper[0]), kw)
     return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
 
@@ -574,11 +574,8 @@ def _realisable_wor_lower(p: Part, delta: float, upper: float, kw: dict) -> floa
     so its certified lower end is one for the object (None where it cannot be read, or is not below the
     upper end, which a sound pair of bounds never is)."""
     from dpcalc.core import pld
-    from dpcalc.core.pld.mechanisms import SUBSAMPLED_DP_MAX_EPSILON
 
-    if not p.inner_epsilon <= SUBSAMPLED_DP_MAX_EPSILON:
-        return None
-    try:
+    try:  # (ValueError: ε past what the pair represents)
         with np.errstate(all="ignore"):
             a = pld.epsilon([(pld.subsampled_dp(p.inner_epsilon, p.inner_delta, p.rate), p.times)], delta, **kw)
     except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
@@ -715,11 +712,8 @@ def _rhos(parts: Sequence[Part]) -> np.ndarray:
     """:func:`_rho` of every part, in one array operation per rounding (the same values, element by element)."""
     kinds = np.array([p.kind for p in parts], dtype=object)
     own = np.isin(kinds, ("zcdp", "dgauss", "br"))
-    gauss = kinds == "gauss"
-    x = np.array([p.mu if k == "gauss" else p.epsilon for p, k in zip(parts, kinds)], dtype=float)
-    given = np.array([p.rho for p in parts], dtype=float)
-    per = np.where(own, given, _fp.mul_up(np.where(own, 0.0, x), np.where(own, 0.0, x)) * 0.5)
-    per = np.where(gauss | ~own, per, given)
+    x = np.array([0.0 if o else p.mu if p.kind == "gauss" else p.epsilon for p, o in zip(parts, own)], dtype=float)
+    per = np.where(own, np.array([p.rho for p in parts], dtype=float), _fp.mul_up(x, x) * 0.5)
     return np.asarray(_fp.mul_up(np.array([float(p.times) for p in parts]), per), dtype=float)
 
 

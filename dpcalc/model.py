@@ -466,6 +466,16 @@ def scheme_fields(d: dict, scheme: str, where: str) -> dict[str, int]:
     return {k: count(d, k, where, default=None) for k in own}
 
 
+def repeated(values) -> tuple[int, int] | None:
+    """The positions (i, j), i < j, of the first value given again (an RDP curve's order), or None."""
+    first: dict = {}
+    for j, x in enumerate(values):
+        if x in first:
+            return first[x], j
+        first[x] = j
+    return None
+
+
 def from_dict(d: Any, where: str = "object"):
     """Build a privacy object from its ``to_dict`` form, validating every field.
 
@@ -506,11 +516,12 @@ def from_dict(d: Any, where: str = "object"):
         v = tuple(
             _number({"values": x}, "values", f"{where} value {i}", low_open=False) for i, x in enumerate(values, 1)
         )
-        for i, x in enumerate(o):
-            if x in o[:i]:
-                raise ObjectError(
-                    f"{where}: order {x:g} is given twice (orders {o.index(x) + 1} and {i + 1}); give each order once"
-                )
+        twice = repeated(o)
+        if twice is not None:
+            i, j = twice
+            raise ObjectError(
+                f"{where}: order {o[j]:g} is given twice (orders {i + 1} and {j + 1}); give each order once"
+            )
         return RDPCurve(o, v)
     if kind == "subsampled":
         scheme = _text(d, "scheme", where, SUBSAMPLED_SCHEMES, default="poisson")

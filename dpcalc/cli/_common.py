@@ -180,7 +180,7 @@ def check_budget(result, max_epsilon: float):
     # Rounded toward the safe side, as the table shows it (ε up, δ up).
     eps = format_number(worst["epsilon"], "up")
     delta = worst.get("delta")
-    at = format_number(delta, "up") if isinstance(delta, float) else "nan"
+    at = format_number(float(delta), "up") if isinstance(delta, (int, float)) else "–"
     msg = (
         f"budget exceeded: ε = {eps} > {format_number(max_epsilon)} at δ = {at} "
         f"({worst['method']}, {worst['bound']})"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import click
 
 from dpcalc.cli import _common as c
@@ -508,8 +510,6 @@ def from_input(source, rate, scheme, steps, delta, fmt, as_json):
                     # The rows are the (ε, 0) guarantee amplified; the objects piped on keep the Laplace
                     # mechanism itself, which compose accounts by its own subsampled pair (tighter than
                     # any ε-DP mechanism's: ε = 0.8, q = 0.06, 10 releases, δ = 1e-6: 0.5934 against 0.6477).
-                    import dataclasses
-
                     last = results[-1]
                     kept = tuple(dataclasses.replace(o, inner=obj) for o in last.objects)
                     results[-1] = dataclasses.replace(last, objects=kept)

@@ -423,12 +423,15 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
     a, v = np.asarray(orders), np.asarray(values)
     if a.size != v.size:
         raise click.UsageError(f"--orders has {a.size} values but --values has {v.size}; give one value per order.")
-    for i, x in enumerate(orders):
-        if x in orders[:i]:
-            raise click.UsageError(
-                f"Invalid value for '--orders': order {x:g} is given twice (items {orders.index(x) + 1} and {i + 1}); "
-                "give each order once."
-            )
+    from dpcalc.model import repeated
+
+    twice = repeated(orders)
+    if twice is not None:
+        i, j = twice
+        raise click.UsageError(
+            f"Invalid value for '--orders': order {orders[j]:g} is given twice (items {i + 1} and {j + 1}); "
+            "give each order once."
+        )
     exclusive(delta=delta, epsilon=epsilon)
     require("delta", delta if epsilon is None else epsilon, "give --delta (for ε) or --epsilon (for δ)")
     rows = []

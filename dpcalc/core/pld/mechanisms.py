@@ -218,13 +218,6 @@ def dp(eps: float, delta: float) -> list[Direction]:
 SUBSAMPLED_DP_MAX_EPSILON = 700.0
 
 
-def _log1p_q_expm1(q: float, x: float) -> float:
-    """log(1 − q + q·e^x) without overflow or cancellation (x may be large or negative)."""
-    if x <= 700.0:
-        return float(np.log1p(q * np.expm1(x)))
-    return float(x + np.log(q + (1.0 - q) * np.exp(-x)))
-
-
 def subsampled_dp(eps: float, delta: float, rate: float) -> list[Direction]:
     """An (ε, δ) mechanism under Poisson subsampling at rate q (add/remove): both directions of the
     dominating pair (qP + (1 − q)Q, Q) and its reverse, (P, Q) the worst-case pair of the guarantee
@@ -240,24 +233,12 @@ def subsampled_dp(eps: float, delta: float, rate: float) -> list[Direction]:
         return dp(eps, delta)
     p, q = _dp_pair(eps, delta)
     m = (1 - rate) * q + rate * p  # the mixture: (qδ, ·, ·, (1 − q)δ)
-    l1 = _log1p_q_expm1(rate, eps)  # outcome "ε": M/Q = 1 − q + q·e^ε
-    l2 = float(np.log1p(rate * np.expm1(-eps)))  # outcome "−ε": M/Q = 1 − q + q·e^{−ε}
-    l3 = float(np.log1p(-rate)) if rate < 1 else -np.inf  # outcome −∞ of P: M/Q = 1 − q
-    ell = np.array([l1, l2, l3])
-    keep_r = (m[1:] > 0) & (q[1:] > 0) & np.isfinite(ell)
-    remove = Direction(
-        lo=float(ell[keep_r].min()),
-        hi=float(ell[keep_r].max()),
-        atoms=(ell[keep_r], m[1:][keep_r], q[1:][keep_r]),
-        p_inf=float(m[0]),
-    )
-    keep_a = (q[1:] > 0) & (m[1:] > 0) & np.isfinite(ell)
-    add = Direction(
-        lo=float(-ell[keep_a].max()),
-        hi=float(-ell[keep_a].min()),
-        atoms=(-ell[keep_a], q[1:][keep_a], m[1:][keep_a]),
-        p_inf=0.0,
-    )
+    # M/Q at the outcomes "ε", "−ε" and P's −∞ atom: 1 − q + q·e^{±ε} and 1 − q (ε <= 700: no overflow).
+    ell = np.log1p(rate * np.array([np.expm1(eps), np.expm1(-eps), -1.0]))
+    keep = (m[1:] > 0) & (q[1:] > 0)  # (δ = 0: no −∞ atom)
+    ell, pm, pq = ell[keep], m[1:][keep], q[1:][keep]
+    remove = Direction(lo=float(ell.min()), hi=float(ell.max()), atoms=(ell, pm, pq), p_inf=float(m[0]))
+    add = Direction(lo=float(-ell.max()), hi=float(-ell.min()), atoms=(-ell, pq, pm), p_inf=0.0)
     return [remove, add]
 
 
