@@ -155,6 +155,71 @@ def test_walk_and_bisect_keeps_checked_points_only():
     assert all(x in seen for x in (20, 21, 49, 50))
 
 
+def _walk(f, target, x0, tol, interp):
+    """walk_and_bisect over a continuous x with ``f`` growing in x; returns (ok, bad, points evaluated)."""
+    from dpcalc.core.solve import walk_and_bisect
+
+    seen = []
+
+    def ev(rows, x):
+        seen.append(x.copy())
+        return f(x), np.full(x.size, "f", dtype=object)
+
+    def step(x, k, direction, rows=None):
+        return x + direction * 0.25 * 2.0**k
+
+    n = np.size(target)
+    ok, bad, e_ok, e_bad, _, _ = walk_and_bisect(
+        ev,
+        np.asarray(target, float),
+        np.full(n, x0),
+        np.full(n, -50.0),
+        np.full(n, 50.0),
+        step,
+        lambda a, b: 0.5 * (a + b),
+        lambda a, b: np.abs(b - a) <= tol,
+        interp=interp,
+    )
+    return ok, bad, e_ok, e_bad, np.concatenate(seen)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: np.exp(0.7 * x),  # smooth and convex: the secant converges
+        lambda x: np.where(x < 1.3, 0.01 * x, 5.0 + x),  # a jump: the secant stalls on one side
+        lambda x: np.floor(8 * x) / 8,  # steps: flat stretches (no secant where both ends are equal)
+    ],
+)
+def test_secant_points_are_checked_and_the_answer_as_narrow(f):
+    """With ``interp`` (the searches' secant step), the answer is still a point evaluated as meeting
+    the target, the next a point evaluated as missing it, within the tolerance — on a smooth curve, a
+    jump where the secant stalls (bisection takes over), and a staircase."""
+    tol = 1e-3
+    targets = np.array([0.2, 1.0, 2.5, 7.0])
+    ok, bad, e_ok, e_bad, seen = _walk(f, targets, 0.0, tol, sgd._secant(lambda a, b: tol))
+    assert np.all(np.isfinite(ok) & np.isfinite(bad))
+    assert np.all(bad - ok <= tol) and np.all(bad > ok)
+    assert np.all(np.isin(ok, seen) & np.isin(bad, seen))
+    assert np.all(f(ok) <= targets) and np.all(f(bad) > targets)
+    assert np.array_equal(e_ok, f(ok)) and np.array_equal(e_bad, f(bad))
+
+
+def test_secant_needs_fewer_evaluations_on_a_smooth_curve():
+    """The secant's points close a smooth curve's bracket in a few evaluations, where bisection needs
+    about log2(width/tolerance) of them (this is what cut the 2.4·10⁸-step search from 10 full
+    evaluations to 4)."""
+
+    def f(x):
+        return np.exp(0.7 * x)
+
+    tol, target = 1e-4, np.array([3.0])
+    _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
+    ok, bad, _, _, secant = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol))
+    assert bad[0] - ok[0] <= tol and f(ok[0]) <= 3.0 < f(bad[0])
+    assert secant.size <= plain.size - 8
+
+
 # ----------------------------------------------------------------- no empty success
 
 

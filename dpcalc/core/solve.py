@@ -103,7 +103,7 @@ def bisect_predicate(
     return ok, bad
 
 
-def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=None):
+def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=None, interp=None):
     """Per row, the largest x in [lo, hi] where ``ev`` meets the target — ``ev`` grows with x.
 
     ``ev(rows, x)`` → (value, tag) at x for those rows (e.g. ε and the method that bounded it; NaN:
@@ -116,6 +116,14 @@ def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=
     miss the target, x0 known to meet it — such a row goes straight to bisection. ``at_x0``:
     (values, tags) at x0 if already evaluated. Returns ok (NaN: not met even at lo), bad (NaN: met
     at hi), and the values and tags at both.
+
+    ``interp(ok, bad, e_ok, e_bad, target, last)`` (optional): a point strictly inside each bracket
+    from the values at its ends (``last``: +1 where the row's last point met the target, −1 where it
+    missed, 0 before any) — e.g. the secant root nudged by under half the tolerance toward the side
+    not just moved, so that an accurate secant closes the bracket in two evaluations. It is taken
+    where finite and strictly inside, except after two outcomes in a row on the same side (the secant
+    is stalling on a curved stretch): that row bisects once (``mid``). Either way every point
+    returned was evaluated; only the number of evaluations changes.
     """
     n = x0.size
     ok, bad = np.full(n, np.nan), np.full(n, np.nan)
@@ -153,16 +161,28 @@ def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=
             x[todo] = nxt
             todo = todo[good] if direction > 0 else todo[~good]
             k += 1
+    last = np.zeros(n, dtype=np.int8)  # +1: the row's last bisection point met the target; −1: missed
+    same = np.zeros(n, dtype=np.int8)  # how many outcomes in a row were on that side
     for _ in range(200):
         act = np.flatnonzero(np.isfinite(ok) & np.isfinite(bad))
         act = act[~narrow(ok[act], bad[act])]
         if not act.size:
             break
         x = mid(ok[act], bad[act])
+        if interp is not None:
+            a, b = ok[act], bad[act]
+            with np.errstate(all="ignore"):
+                xi = np.asarray(interp(a, b, e_ok[act], e_bad[act], target[act], last[act]), float)
+                use = np.isfinite(xi) & (same[act] < 2) & (xi > np.minimum(a, b)) & (xi < np.maximum(a, b))
+            x = np.where(use, xi, x)
         inside = (x != ok[act]) & (x != bad[act])
         act, x = act[inside], x[inside]
         if not act.size:
             break
         e, m = ev(act, x)
-        put(act, x, e, m, e <= target[act])
+        good = e <= target[act]
+        put(act, x, e, m, good)
+        side = np.where(good, 1, -1).astype(np.int8)
+        same[act] = np.where(side == last[act], same[act] + 1, 1)
+        last[act] = side
     return ok, bad, e_ok, e_bad, m_ok, m_bad
