@@ -222,3 +222,34 @@ def test_budget_line_rounds_epsilon_up():
     eps = next(row["epsilon"] for row in json.loads(r.stdout)["rows"] if row["method"] == "gdp")
     shown = float(r.stderr.split("ε = ")[1].split()[0])
     assert shown >= eps and "ε = 33.1038 >" in r.stderr
+
+
+# ---------------------------------------------------------------- --json with another --format
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "calibrate gaussian --epsilon 1 --delta 1e-5 --json --format table",
+        "calibrate gaussian --epsilon 1 --delta 1e-5 --format csv --json",
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 --format=markdown --json",
+        "compose gaussian --sigma 2 --times 10 --delta 1e-5 --json --format ndjson",
+    ],
+)
+def test_json_with_another_format_is_refused(args):
+    """--json is --format json: with another --format it used to win silently (a script asking for CSV got a
+    JSON document)."""
+    fmt = args.split("--format")[1].lstrip(" =").split()[0]
+    refused(args, None, "--json", f"--format {fmt}")
+
+
+@pytest.mark.parametrize("extra", ["--json", "--format json", "--json --format json", "--format=json --json"])
+def test_json_and_format_json_agree(extra):
+    r = run(f"calibrate gaussian --epsilon 1 --delta 1e-5 {extra}")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["rows"][0]["bound"] == "exact"
+
+
+def test_format_default_is_still_the_table():
+    r = run("calibrate gaussian --epsilon 1 --delta 1e-5")
+    assert r.exit_code == 0 and r.stdout.startswith("calibrate gaussian") and "analytic-gaussian" in r.stdout

@@ -215,9 +215,29 @@ def _to_meta(key: str):
 
 
 def _format_callback(ctx, param, value):
+    # (The default is None, shown as table, so that a --format given is told from the default whatever
+    # the click version: its parameter sources are set after the callbacks in some.)
+    if value is not None:
+        ctx.meta["dpcalc.format_given"] = value
+    value = value or "table"
     ctx.meta["dpcalc.format"] = value
+    _json_and_format(ctx)
     # Commands render json/csv/table themselves; ndjson is applied at emit time.
     return "table" if value == "ndjson" else value
+
+
+def _json_callback(ctx, param, value):
+    if value:
+        ctx.meta["dpcalc.json_given"] = True
+    _json_and_format(ctx)
+    return value
+
+
+def _json_and_format(ctx) -> None:
+    """``--json`` is ``--format json``: given with another ``--format`` it would silently win."""
+    other = ctx.meta.get("dpcalc.format_given")
+    if ctx.meta.get("dpcalc.json_given") and other not in (None, "json"):
+        raise click.UsageError(f"--json is --format json; it cannot go with '--format {other}' (give one of them).")
 
 
 #: Image formats ``--plot FILE`` writes, by the file's extension (as in :data:`dpcalc.plot.IMAGE_FORMATS`).
@@ -280,18 +300,18 @@ def output_options(f: Callable) -> Callable:
         "--json",
         "as_json",
         is_flag=True,
+        callback=_json_callback,
         help="Same as --format json: one JSON document on stdout.",
     )(f)
     f = click.option(
         "--format",
         "fmt",
         type=click.Choice(["table", "json", "csv", "ndjson", "markdown"]),
-        default="table",
-        show_default=True,
+        default=None,
         callback=_format_callback,
         help="Output format: table for people; markdown for reports (a GitHub-flavoured table with the notes, "
         "warnings and budget verdict, for $GITHUB_STEP_SUMMARY or a pull-request comment); json (one document), csv "
-        "or ndjson (one JSON object per row) for programs.",
+        "or ndjson (one JSON object per row) for programs.  [default: table]",
     )(f)
     return f
 
