@@ -38,6 +38,10 @@ CASES = [
     ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
     ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),
     (
+        "plan-sgd --target-epsilon 0.7981 (solve 2.4e8 steps, pld)",
+        "plan-sgd --rate 3.39857e-05 --noise-multiplier 2.435 --delta 1.67e-05 --target-epsilon 0.7981",
+    ),
+    (
         "plan-sgd --target-epsilon 3 (solve batch size, pld)",
         "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --delta 1e-5 --target-epsilon 3",
     ),
