@@ -144,3 +144,24 @@ def test_a_derived_value_beyond_floating_point_names_the_options_not_nan(args):
     assert line.startswith("Error:") and "\n" not in line
     assert not re.search(r"\b(nan|inf)\b", line)
     assert args.split()[2] in line  # the first option typed, with its value
+
+
+def test_a_byte_that_is_not_utf8_is_shown_as_hex():
+    """A command-line byte that is not UTF-8 reaches Python as a lone surrogate (U+DCFF for 0xff): the message
+    shows it as \\xff, in a value and in an option name, not as '\\udcff' or a replacement character; a
+    backslash the user typed stays as typed."""
+    import subprocess
+    import sys
+
+    def err(*args):
+        r = subprocess.run(
+            [sys.executable, "-m", "dpcalc", "calibrate", "gaussian", *args],
+            capture_output=True,
+            env={"PYTHONUTF8": "1", "PATH": "/usr/bin:/bin"},
+        )
+        assert r.returncode == 2 and r.stdout == b""
+        return r.stderr.decode("utf-8", "replace")
+
+    assert "'1\\xff' is not a number" in err(b"--epsilon", b"1\xff", b"--delta", b"1e-5")
+    assert "No such option '--eps\\xffilon'" in err(b"--eps\xffilon", b"1", b"--delta", b"1e-5")
+    assert "'1\\\\udcff' is not a number" in err("--epsilon", "1\\udcff", "--delta", "1e-5")

@@ -9,6 +9,7 @@ interrupt (Ctrl-C) ``Error: interrupted.`` and 130 (see :mod:`dpcalc.exitcodes`)
 
 from __future__ import annotations
 
+import re
 import sys
 import warnings
 
@@ -29,10 +30,19 @@ COMMANDS = {
 }
 
 
+#: A byte of the command line that is not UTF-8 (Python keeps it as a lone surrogate U+DC80–U+DCFF), as
+#: such or as click's repr of it.
+_RAW_BYTE = re.compile("[\udc80-\udcff]")
+_RAW_BYTE_REPR = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")  # (not a typed backslash's repr)
+
+
 def _one_line(text: str) -> str:
-    """One line of text for stderr: whitespace runs collapsed, control characters replaced (see textio.clean)."""
+    """One line of text for stderr: whitespace runs collapsed, control characters replaced (see textio.clean);
+    a byte typed that is not UTF-8 shown as \\xNN (it was \\udcNN, or U+FFFD)."""
     from dpcalc.textio import clean
 
+    text = _RAW_BYTE.sub(lambda m: f"\\x{ord(m.group()) - 0xDC00:02x}", text)
+    text = _RAW_BYTE_REPR.sub(lambda m: f"{m.group(1)}\\x{m.group(2)}", text)
     return clean(" ".join(text.split()))
 
 
