@@ -70,10 +70,16 @@ def mechanisms(parts, delta: float | None = None) -> list | None:
     return mechs
 
 
+#: The smallest δ a balls-in-bins epoch's construction is built for where no δ is given (trade-off and attack
+#: readings): it adds at most about that to δ, far below any reading (the PLD engine's smallest δ until
+#: 2026-12-03; kept, so that those readings did not change when the engine's range grew).
+SCHEME_DELTA = 1e-12
+
+
 def _scheme_directions(p, delta: float | None = None):
     """The PLD directions of a truncated-Poisson (tgauss) or user-level (ugauss) step, or of a balls-in-bins
     epoch (ragauss; its construction's budget from ``delta``, the smallest δ it is read at, as plan-sgd has
-    it — None: the engine's smallest) (docs/sampling.md): the same pairs as plan-sgd's upper end; B_max > N is
+    it — None: SCHEME_DELTA) (docs/sampling.md): the same pairs as plan-sgd's upper end; B_max > N is
     Poisson sampling (no batch is ever cut)."""
     from dpcalc.core import pld
     from dpcalc.core.pld import sampling as S
@@ -83,7 +89,7 @@ def _scheme_directions(p, delta: float | None = None):
     if p.kind == "ragauss":  # one balls-in-bins epoch (amplified; unamplified where the grids do not fit)
         from dpcalc.core.sampling import balls_in_bins_pair
 
-        pair = balls_in_bins_pair(p.size, p.times, p.sigma, pld.MIN_DELTA if delta is None else delta)
+        pair = balls_in_bins_pair(p.size, p.times, p.sigma, SCHEME_DELTA if delta is None else delta)
         return pld.gaussian(p.mu) if pair is None else pair
     if p.cap > p.size:
         return pld.subsampled_gaussian(p.rate, p.sigma)

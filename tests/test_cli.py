@@ -163,7 +163,7 @@ def test_plan_sgd_default_is_the_certified_pld_interval():
 
 
 def test_plan_sgd_falls_back_to_rdp_where_pld_declines():
-    r = run("plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-20 --json")
+    r = run("plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-40 --json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
     assert [x["method"] for x in doc["rows"]] == ["rdp"]
@@ -208,13 +208,13 @@ def test_without_replacement_never_drops_rows(monkeypatch):
     # ... and what PLD cannot answer at all is refused (exit 2) instead of silently missing from a gate:
     # δ below its range as bad input naming --delta, other declines naming the setting.
     for cmd in (
-        "plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --sampling without-replacement --max-epsilon 9",
-        "plan-sgd --rate 0.01 --sigma 1 --delta 1e-14 --target-epsilon 1 --sampling without-replacement",
-        "amplify gaussian --rate 0.01 --steps 100 --sigma 1 --delta 1e-14 --scheme both",
+        "plan-sgd --rate 0.01 --steps 100 --sigma 1 --delta 1e-40 --sampling without-replacement --max-epsilon 9",
+        "plan-sgd --rate 0.01 --sigma 1 --delta 1e-40 --target-epsilon 1 --sampling without-replacement",
+        "amplify gaussian --rate 0.01 --steps 100 --sigma 1 --delta 1e-40 --scheme both",
     ):
         r = run(cmd)
         assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
-        assert "'--delta': 1e-14" in r.stderr and "[1e-12, 1)" in r.stderr
+        assert "'--delta': 1e-40" in r.stderr and "[1e-30, 1)" in r.stderr
     # Large ε (here about 2.5e6) is answered on a grid that moves with the loss range ...
     args = "plan-sgd --rate 0.5 --steps 1000000 --sigma 0.3 --delta 1e-5 --sampling without-replacement --json"
     (row,) = json.loads(run(args).stdout)["rows"]

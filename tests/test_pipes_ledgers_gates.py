@@ -207,7 +207,10 @@ def test_ledger_with_a_gaussian_sampled_without_replacement(tmp_path):
     assert sum(r["share_pct"] for r in d["rows"] if r["row"] == "entry") == pytest.approx(100)
     r = run(f"compose --ledger {p} --accountant rdp")
     assert r.exit_code == 0 and "no RDP bound" in r.stderr
-    r = run(f"compose --ledger {p} --delta 1e-14")
+    r = run(f"compose --ledger {p} --delta 1e-14")  # the PLD engine answers down to 1e-30 ...
+    tiny = json.loads(run(f"compose --ledger {p} --delta 1e-14 --json").stdout)
+    assert r.exit_code == 0 and [t["method"] for t in tiny["rows"] if t["row"] == "total"] == ["pld"]
+    r = run(f"compose --ledger {p} --delta 1e-40")  # ... and below it nothing else bounds such a part
     assert r.exit_code == 2 and r.stderr.startswith("Error: ") and "PLD" in r.stderr
 
 

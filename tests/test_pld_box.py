@@ -257,3 +257,67 @@ def test_an_end_the_engine_cannot_certify_is_not_printed(monkeypatch):
     doc, _ = _cli("plan-sgd --rate 0.01 --noise-multiplier 1.1 --steps 10000 --delta 1e-5")
     (row,) = doc["rows"]
     assert row["method"] == "rdp" and row["epsilon_lower"] is None and "epsilon_width" not in row
+
+
+# ----------------------------------------------------------------- below the box: δ down to 1e-30
+
+log_tiny_d = st.floats(-30, -12)
+
+
+@box
+@given(log_s=log_s, log_t=st.floats(0, 6), log_d=log_tiny_d)
+def test_below_the_box_pld_holds_the_exact_gaussian_composition(log_s, log_t, log_d):
+    # δ from 1e-30 to 1e-12 (the engine's range since 2026-12-03): the PLD engine on T Gaussian steps, and
+    # on q = 1 through both samplings' routes, holds the 40-digit μ-GDP value and meets the width.
+    s, t, d = 10**log_s, int(round(10**log_t)), 10**log_d
+    true = _eps_bisect(_gauss_delta(np.sqrt(t) / s), d)
+    for sampling in ("poisson", "without-replacement"):
+        lo, up = sgd.pld_interval(1.0, s, t, d, sampling)
+        assert lo[0] <= true * (1 + 1e-12) + 1e-300 and true <= up[0] * (1 + 1e-12) + 1e-300
+    ans = pld.epsilon([(pld.gaussian(1 / s), t)], d)
+    assert ans.lower[0] <= true * (1 + 1e-12) <= ans.upper[0] * (1 + 2e-12) + 1e-300
+    assert _width_ok(ans.lower[0], ans.upper[0])
+
+
+@box
+@given(log_q=st.floats(-4, 0), log_s=log_s, log_d=log_tiny_d)
+def test_below_the_box_one_step_holds_the_exact_value(log_q, log_s, log_d):
+    # The engine itself on one step (the CLI takes the closed form there) at δ down to 1e-30. (Its width at
+    # q below about 1e-4 with small σ can be missed on one step — the closed form answers those rows.)
+    q, s, d = 10**log_q, 10**log_s, 10**log_d
+    true = _eps_bisect(_step_delta(q, s), d)
+    ans = pld.epsilon([(pld.subsampled_gaussian(q, s), 1)], d)
+    assert ans.lower[0] <= true * (1 + 1e-12) + 1e-300 and true <= ans.upper[0] * (1 + 1e-12) + 1e-300
+
+
+#: Two composed steps at δ from 1e-15 to 1e-30 (among them σ = 0.4 at q = 2e-6, where the 20-digit quadrature
+#: with breakpoints every 4 standard deviations put δ at the upper end 5.6e-7 relative above δ, and 30 digits
+#: every 8 — finer over the loss's bend — 1.1e-6 below it).
+TWO_STEPS_TINY = [(0.3, 0.5, 1e-15), (1e-4, 0.7, 1e-22), (0.01, 1.0, 1e-30), (2e-6, 0.4, 1e-20)]
+
+
+@pytest.mark.parametrize("q, s, d", TWO_STEPS_TINY)
+def test_below_the_box_two_steps_hold_the_quadrature_value(q, s, d):
+    r = sgd.tight_interval(q, s, 2, d)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert r.method[0] == "pld" and r.met[0]
+    with mp.workdps(30):
+        assert delta_two_steps(q, s, up, step=8) <= d, (q, s, d, up)
+        assert 0 < lo and delta_two_steps(q, s, lo, step=8) >= d, (q, s, d, lo)
+
+
+def test_below_the_box_plan_sgd_answers_by_pld_far_below_rdp():
+    # A billion-record dataset's δ ≪ 1/N: PLD answers (it declined below 1e-12 and RDP said 1.21 here), and
+    # below 1e-30 RDP answers again and says so.
+    doc = json.loads(
+        CliRunner()
+        .invoke(cli, "plan-sgd --rate 1.03e-6 --steps 3276651 --sigma 1.38 --delta 7.8e-30 --json".split())
+        .stdout
+    )
+    (row,) = doc["rows"]
+    assert row["method"] == "pld" and row["epsilon_width"] <= max(1e-3 * row["epsilon"], 1e-4)
+    rdp = sgd.epsilon(1.03e-6, 1.38, 3276651, 7.8e-30, "rdp")
+    assert 0 < row["epsilon_lower"] <= row["epsilon"] < rdp / 50
+    r = CliRunner().invoke(cli, "plan-sgd --rate 1.03e-6 --steps 3276651 --sigma 1.38 --delta 1e-31 --json".split())
+    low = json.loads(r.stdout)
+    assert [x["method"] for x in low["rows"]] == ["rdp"] and any("rdp" in w for w in low["warnings"])

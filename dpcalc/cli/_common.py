@@ -291,7 +291,7 @@ def width_warnings(labels, lower, upper, met, why: str | None = None) -> list[st
 
 
 def check_pld_delta(deltas, option: str, reason: str = "") -> None:
-    """What only the PLD engine accounts (``option`` names it) is refused below the δ it answers from (1e-12),
+    """What only the PLD engine accounts (``option`` names it) is refused below the δ it answers from (MIN_DELTA),
     with ``reason`` in parentheses."""
     from dpcalc.core.pld import MIN_DELTA
 
@@ -302,7 +302,7 @@ def check_pld_delta(deltas, option: str, reason: str = "") -> None:
         )
 
 
-#: Why sampling without replacement needs δ >= 1e-12.
+#: Why sampling without replacement needs δ >= MIN_DELTA.
 WOR_DELTA = "only the PLD engine covers sampling without replacement, and it answers from {min_delta}"
 
 
