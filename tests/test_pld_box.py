@@ -290,10 +290,18 @@ def test_below_the_box_one_step_holds_the_exact_value(log_q, log_s, log_d):
     assert ans.lower[0] <= true * (1 + 1e-12) + 1e-300 and true <= ans.upper[0] * (1 + 1e-12) + 1e-300
 
 
-#: Two composed steps at δ from 1e-15 to 1e-30 (among them σ = 0.4 at q = 2e-6, where the 20-digit quadrature
-#: with breakpoints every 4 standard deviations put δ at the upper end 5.6e-7 relative above δ, and 30 digits
-#: every 8 — finer over the loss's bend — 1.1e-6 below it).
-TWO_STEPS_TINY = [(0.3, 0.5, 1e-15), (1e-4, 0.7, 1e-22), (0.01, 1.0, 1e-30), (2e-6, 0.4, 1e-20)]
+#: Two composed steps at δ from 1e-15 to 1e-30, among them three a random scan flagged with the 20-digit
+#: quadrature (breakpoints every 4 standard deviations over ±40 miss the far tails these δ live in: an upper end's
+#: δ came out up to 7.7e-4 above δ; 40 digits every 2 over ±60, as here, put it 6e-7 below, unchanged at 50 digits
+#: every 1 over ±80).
+TWO_STEPS_TINY = [
+    (0.3, 0.5, 1e-15),
+    (1e-4, 0.7, 1e-22),
+    (0.01, 1.0, 1e-30),
+    (2e-6, 0.4, 1e-20),
+    (0.4564119187837331, 3.130926884918087, 1.567124786900602e-30),
+    (0.007954329119154469, 0.6985610060468396, 2.2069574071664364e-29),
+]
 
 
 @pytest.mark.parametrize("q, s, d", TWO_STEPS_TINY)
@@ -301,9 +309,9 @@ def test_below_the_box_two_steps_hold_the_quadrature_value(q, s, d):
     r = sgd.tight_interval(q, s, 2, d)
     lo, up = float(r.lower[0]), float(r.upper[0])
     assert r.method[0] == "pld" and r.met[0]
-    with mp.workdps(30):
-        assert delta_two_steps(q, s, up, step=8) <= d, (q, s, d, up)
-        assert 0 < lo and delta_two_steps(q, s, lo, step=8) >= d, (q, s, d, lo)
+    with mp.workdps(40):
+        assert delta_two_steps(q, s, up, step=2, span=60) <= d, (q, s, d, up)
+        assert 0 < lo and delta_two_steps(q, s, lo, step=2, span=60) >= d, (q, s, d, lo)
 
 
 def test_below_the_box_plan_sgd_answers_by_pld_far_below_rdp():
