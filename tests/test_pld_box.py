@@ -47,12 +47,9 @@ log_d = st.floats(-12, -1)
 box = settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 
 
-@box
-@given(log_s=log_s, log_t=st.floats(0, 7), log_d=log_d)
-def test_every_record_sampled_holds_the_exact_gaussian_composition(log_s, log_t, log_d):
+def _holds_the_gaussian_composition(s, t, d):
     # q = 1 for both samplings: T Gaussian steps, exactly μ-GDP with μ = √T/σ; the PLD engine on the
-    # same composition (a different code path) must hold it too.
-    s, t, d = 10**log_s, int(round(10**log_t)), 10**log_d
+    # same composition (a different code path) must hold it too, within the width asked for.
     true = _eps_bisect(_gauss_delta(np.sqrt(t) / s), d)
     for sampling in ("poisson", "without-replacement"):
         lo, up = sgd.pld_interval(1.0, s, t, d, sampling)
@@ -61,6 +58,12 @@ def test_every_record_sampled_holds_the_exact_gaussian_composition(log_s, log_t,
         ans = pld.epsilon([(pld.gaussian(1 / s), t)], d)
         assert ans.lower[0] <= true * (1 + 1e-12) <= ans.upper[0] * (1 + 2e-12) + 1e-300
         assert _width_ok(ans.lower[0], ans.upper[0])
+
+
+@box
+@given(log_s=log_s, log_t=st.floats(0, 7), log_d=log_d)
+def test_every_record_sampled_holds_the_exact_gaussian_composition(log_s, log_t, log_d):
+    _holds_the_gaussian_composition(10**log_s, int(round(10**log_t)), 10**log_d)
 
 
 #: Two steps, where the engine composes (T = 1 has its closed form): points inside the box and past its
@@ -78,17 +81,23 @@ TWO_STEPS = [
 ]
 
 
-@pytest.mark.parametrize("q, s, d", TWO_STEPS)
-def test_two_steps_hold_the_quadrature_value(q, s, d):
-    # δ₂ at each printed end, by 20-digit quadrature of the one-step closed form (tests/mpref.py): the
-    # upper end's δ at most δ, the lower end's at least δ — both ends within the interval's own claim.
+def _two_steps_hold(q, s, d, dps=20, step=4, span=40):
+    """δ₂ at each printed end of two steps, by quadrature of the one-step closed form (tests/mpref.py): the
+    upper end's δ at most δ, the lower end's (where above 0) at least δ. Returns the lower end."""
     r = sgd.tight_interval(q, s, 2, d)
     lo, up = float(r.lower[0]), float(r.upper[0])
     assert r.method[0] == "pld" and r.met[0]
-    with mp.workdps(20):
-        assert delta_two_steps(q, s, up, step=4) <= d, (q, s, d, up)
+    with mp.workdps(dps):
+        assert delta_two_steps(q, s, up, step=step, span=span) <= d, (q, s, d, up)
         if lo > 0:
-            assert delta_two_steps(q, s, lo, step=4) >= d, (q, s, d, lo)
+            assert delta_two_steps(q, s, lo, step=step, span=span) >= d, (q, s, d, lo)
+    return lo
+
+
+@pytest.mark.parametrize("q, s, d", TWO_STEPS)
+def test_two_steps_hold_the_quadrature_value(q, s, d):
+    # Both ends within the interval's own claim, by 20-digit quadrature.
+    _two_steps_hold(q, s, d)
 
 
 @box
@@ -267,16 +276,8 @@ log_tiny_d = st.floats(-30, -12)
 @box
 @given(log_s=log_s, log_t=st.floats(0, 6), log_d=log_tiny_d)
 def test_below_the_box_pld_holds_the_exact_gaussian_composition(log_s, log_t, log_d):
-    # δ from 1e-30 to 1e-12 (the engine's range since 2026-12-03): the PLD engine on T Gaussian steps, and
-    # on q = 1 through both samplings' routes, holds the 40-digit μ-GDP value and meets the width.
-    s, t, d = 10**log_s, int(round(10**log_t)), 10**log_d
-    true = _eps_bisect(_gauss_delta(np.sqrt(t) / s), d)
-    for sampling in ("poisson", "without-replacement"):
-        lo, up = sgd.pld_interval(1.0, s, t, d, sampling)
-        assert lo[0] <= true * (1 + 1e-12) + 1e-300 and true <= up[0] * (1 + 1e-12) + 1e-300
-    ans = pld.epsilon([(pld.gaussian(1 / s), t)], d)
-    assert ans.lower[0] <= true * (1 + 1e-12) <= ans.upper[0] * (1 + 2e-12) + 1e-300
-    assert _width_ok(ans.lower[0], ans.upper[0])
+    # δ from 1e-30 to 1e-12 (the engine's range since 2026-12-03).
+    _holds_the_gaussian_composition(10**log_s, int(round(10**log_t)), 10**log_d)
 
 
 @box
@@ -290,7 +291,7 @@ def test_below_the_box_one_step_holds_the_exact_value(log_q, log_s, log_d):
     assert ans.lower[0] <= true * (1 + 1e-12) + 1e-300 and true <= ans.upper[0] * (1 + 1e-12) + 1e-300
 
 
-#: Two composed steps at δ from 1e-15 to 1e-30, among them three a random scan flagged with the 20-digit
+#: Two composed steps at δ from 1e-15 to 1e-30, among them two of three a random scan flagged with the 20-digit
 #: quadrature (breakpoints every 4 standard deviations over ±40 miss the far tails these δ live in: an upper end's
 #: δ came out up to 7.7e-4 above δ; 40 digits every 2 over ±60, as here, put it 6e-7 below, unchanged at 50 digits
 #: every 1 over ±80).
@@ -306,12 +307,7 @@ TWO_STEPS_TINY = [
 
 @pytest.mark.parametrize("q, s, d", TWO_STEPS_TINY)
 def test_below_the_box_two_steps_hold_the_quadrature_value(q, s, d):
-    r = sgd.tight_interval(q, s, 2, d)
-    lo, up = float(r.lower[0]), float(r.upper[0])
-    assert r.method[0] == "pld" and r.met[0]
-    with mp.workdps(40):
-        assert delta_two_steps(q, s, up, step=2, span=60) <= d, (q, s, d, up)
-        assert 0 < lo and delta_two_steps(q, s, lo, step=2, span=60) >= d, (q, s, d, lo)
+    assert _two_steps_hold(q, s, d, dps=40, step=2, span=60) > 0
 
 
 def test_below_the_box_plan_sgd_answers_by_pld_far_below_rdp():
