@@ -302,6 +302,13 @@ def check_pld_delta(deltas, option: str, reason: str = "") -> None:
         )
 
 
+def pld_declined(shown: str) -> str:
+    """The start of the warning for rows the PLD engine could not certify (``shown`` names them)."""
+    from dpcalc.core.pld import MIN_DELTA
+
+    return f"the PLD engine cannot certify {shown} (δ below {MIN_DELTA:g}, or no grid fits)"
+
+
 #: Why sampling without replacement needs δ >= MIN_DELTA.
 WOR_DELTA = "only the PLD engine covers sampling without replacement, and it answers from {min_delta}"
 

@@ -316,14 +316,9 @@ def gaussian(
         if not poisson:
             c.refuse_pld_gaps(tight.upper, q, s_, t, d, "--scheme without-replacement")
         elif tight is not None and not np.isfinite(tight.upper).all():
-            from dpcalc.core.pld import MIN_DELTA
-
             bad = [labels[i] for i in range(q.size) if not np.isfinite(tight.upper[i])]
-            warnings.append(
-                f"the PLD engine cannot certify {bad[0]}"
-                + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
-                + f" (δ below {MIN_DELTA:g}, or no grid fits); rdp is shown there."
-            )
+            shown = bad[0] + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
+            warnings.append(c.pld_declined(shown) + "; rdp is shown there.")
         if poisson and (e_clt < e_rdp).any():
             warnings.append(
                 "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "

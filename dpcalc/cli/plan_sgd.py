@@ -398,13 +398,11 @@ def plan_sgd(
     if best is not None:
         failed = [k for k in range(idx.size) if not np.isfinite(best.tight.upper[k])]
         if failed:
-            from dpcalc.core.pld import MIN_DELTA
-
             shown = ", ".join(labels[k] for k in failed[:3])
             if len(failed) > 3:
                 shown += f" and {len(failed) - 3} more"
             then = "those rows are by rdp, without a certified lower end." if engines == ["pld"] else "see the rdp row."
-            warnings.append(f"the PLD engine cannot certify {shown} (δ below {MIN_DELTA:g}, or no grid fits); {then}")
+            warnings.append(f"{c.pld_declined(shown)}; {then}")
         if engines == ["pld"]:
             smaller = [k for k in range(idx.size) if best.method[k] == "rdp" and np.isfinite(best.tight.upper[k])]
             if smaller:
