@@ -575,3 +575,18 @@ def test_sigma_search_says_none_when_nothing_meets():
     from dpcalc.cli import _schemes as sch
 
     assert sch.search_sigma(lambda s: 5.0, 1.0, 1.0) is None
+
+
+def test_balls_in_bins_fallback_is_warned():
+    """Where the random-allocation construction does not fit (tiny δ, small σ, many batches), the upper end
+    falls back to the unamplified √E/σ-GDP bound: the row says so on stderr (table) and in the JSON warnings,
+    not only in a note; an amplified row carries no such warning."""
+    args = "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 5 --noise-multiplier 1.1 --sampling balls-in-bins"
+    row, d = one_row(f"{args} --delta 3e-21")
+    assert row["method"] == "gdp-no-amplification"
+    assert any("does not fit" in w and "δ=3e-21" in w for w in d["warnings"]), d["warnings"]
+    r = run(f"{args} --delta 3e-21")
+    assert r.exit_code == 0 and "warning:" in r.stderr and "unamplified" in r.stderr
+    row, d = one_row(f"{args} --delta 1e-10")
+    assert row["method"] == "pld-random-allocation"
+    assert not any("does not fit" in w for w in d["warnings"])

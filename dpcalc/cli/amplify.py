@@ -420,6 +420,7 @@ def _scheme_gaussian(v: dict) -> int:
         row.update(sch.interval_fields(r, j, kind))
         rows.append(row)
         notes += [x for x in r.notes if x not in notes]
+        warnings += [f"{lab}: {w}" for w in r.warnings]
         if not bool(r.met[j]):
             warnings.append(f"the PLD engine did not reach the width asked for on {lab}; both ends are still certified")
         objects.append(sch.run_object(kind, r, j, m, q, total, i))

@@ -1143,6 +1143,7 @@ def _scheme_run(v: dict) -> int:
         if scheme == "user-level":
             rows.append(sch.rdp_group_row(row, q[i], m, total, i))
         notes += [x for x in r.notes if x not in notes]
+        warnings += [f"{label}: {w}" for w in r.warnings]
         if not bool(r.met[j]):
             warnings.append(
                 f"the PLD engine did not reach the width asked for on the constructions of {label}; both ends are "

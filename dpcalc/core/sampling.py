@@ -83,6 +83,8 @@ class SchemeInterval:
     #: Shuffle: a certified lower end that holds under zero-out neighbours only (σ relative to C), from
     #: :func:`shuffle_zero_out_lower`; None elsewhere.
     zero_out_lower: np.ndarray | None = field(default=None, compare=False)
+    #: Lines for stderr: an end answered by a looser construction than the scheme's own (a fallback).
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def method_at(self, j: int) -> str:
         """The upper end's method at δ index j."""
@@ -279,6 +281,7 @@ def balls_in_bins_interval(
     """
     k, d, gdp_up, lo = _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches, **kw)
     ra = balls_in_bins_upper(k, epochs, sigma, d, upper_only=False, **kw)
+    fallback = ()
     notes = [
         "add/remove neighbours (the same as zero-out here: no other record moves), σ the noise multiplier; "
         f"k = {k} batches per epoch"
@@ -290,6 +293,10 @@ def balls_in_bins_interval(
     elif ra is None:
         up, met = gdp_up, lo.met
         methods = ("gdp-no-amplification",) * d.size
+        fallback = (
+            "the random-allocation construction does not fit at these parameters (small σ, many batches, tiny δ); "
+            "the upper end is the unamplified √E/σ-GDP bound (method gdp-no-amplification), sound but loose",
+        )
         notes.append(
             "upper: no amplification — the random-allocation construction's grids would be too large at these "
             "parameters (small σ, many batches, tiny δ), so only √E/σ-GDP is certified here"
@@ -305,7 +312,9 @@ def balls_in_bins_interval(
             "composed by PLD (certified); where √E/σ-GDP is smaller, that (method gdp-no-amplification)"
         )
     notes.append("lower: largest batch output per epoch, two actual datasets")
-    return SchemeInterval(np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes))
+    return SchemeInterval(
+        np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes), warnings=fallback
+    )
 
 
 def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches=None, **kw):
