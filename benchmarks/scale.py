@@ -42,6 +42,14 @@ CASES = [
         "plan-sgd --rate 3.39857e-05 --noise-multiplier 2.435 --delta 1.67e-05 --target-epsilon 0.7981",
     ),
     (
+        "plan-sgd --target-epsilon 0.1 (solve σ at q = 1e-6, 10 steps, δ = 1e-12, pld)",
+        "plan-sgd --rate 1e-6 --steps 10 --delta 1e-12 --target-epsilon 0.1",
+    ),
+    (
+        "plan-sgd --target-epsilon 0.1 (solve σ at q = 1e-6, 100 steps, δ = 1e-12, pld)",
+        "plan-sgd --rate 1e-6 --steps 100 --delta 1e-12 --target-epsilon 0.1",
+    ),
+    (
         "plan-sgd --target-epsilon 3 (solve batch size, pld)",
         "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --delta 1e-5 --target-epsilon 3",
     ),

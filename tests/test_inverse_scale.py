@@ -313,3 +313,43 @@ def test_delta_grid_agrees_with_single_delta_runs():
         # Certified both ways: the intervals overlap, and each is as narrow as asked.
         assert grid.lower[k] <= one.upper[0] and one.lower[0] <= grid.upper[k]
         assert abs(grid.upper[k] - one.upper[0]) <= max(1e-3 * one.upper[0], 1e-4)
+
+
+def test_secant_on_log_epsilon_closes_a_steep_bracket():
+    """σ searches take the secant of log ε in x = −log σ (ε goes like a power of σ): on ε = e^{6x},
+    which rises 400-fold across the first bracket, the plain secant crawls along the met side (a point
+    at a time, six in a row) while the log secant lands on the root; and after a bisection the secant is
+    tried again (it used to bisect on to the end once two outcomes fell on one side)."""
+
+    def f(x):
+        return np.exp(6.0 * x)
+
+    tol, target = 1e-3, np.array([500.0])
+    _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
+    ok, bad, _, _, lg = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol, log=True))
+    assert bad[0] - ok[0] <= tol and f(ok[0]) <= 500.0 < f(bad[0])
+    assert lg.size <= 6 < plain.size
+
+
+def test_illinois_after_repeated_sides_beats_bisection():
+    """A curve the secant under-shoots from one side (x⁴, convex): after two outcomes on one side the
+    far end counts half (Illinois), so the bracket closes in fewer points than bisection."""
+
+    def f(x):
+        return np.maximum(x, 0.0) ** 4 + 1e-3
+
+    tol, target = 1e-3, np.array([50.0])
+    _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
+    ok, bad, _, _, seen = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol))
+    assert bad[0] - ok[0] <= tol and f(ok[0]) <= 50.0 < f(bad[0])
+    assert seen.size <= plain.size - 4
+
+
+def test_quick_bound_tight_where_round_off_dominates():
+    """The searches' quick upper end may compose in long double as the full answer does: at q = 1e-6,
+    σ = 0.58, 10 steps, δ = 1e-12 it was 0.0916 (round-off of the double-precision reads, 4.2× the
+    certified ε ≈ 0.0216) and sent the σ search through 17 full evaluations; it stays sound."""
+    case = (1e-6, 0.58, 10, 1e-12)
+    quick = sgd.tight_interval(*case, upper_only=True)
+    full = sgd.tight_interval(*case)
+    assert full.lower[0] <= quick.upper[0] <= 1.05 * full.upper[0]

@@ -753,17 +753,29 @@ def _int_probe(x, e, target):
 NUDGE = 0.3
 
 
-def _secant(tol, whole: bool = False):
+def _secant(tol, whole: bool = False, log: bool = False):
     """``interp`` for :func:`.solve.walk_and_bisect`: the secant root of ε(x) = target between the met
-    end a and the missed end b, moved by NUDGE of the tolerance ``tol(a, b)`` (the bracket width at
-    which the search stops) toward the end that did not move last — so that where the secant is
-    accurate the next two points land on either side of the root within the tolerance; ``whole``:
-    rounded to a whole number (step counts, batch sizes)."""
+    end a and the missed end b (each end's distance from the target scaled by its Illinois weight),
+    moved by NUDGE of the tolerance ``tol(a, b)`` (the bracket width at which the search stops) toward
+    the end that did not move last — so that where the secant is accurate the next two points land on
+    either side of the root within the tolerance — and kept at least half the tolerance inside the
+    bracket (a root next to an end: the next point is then one that closes the bracket or moves that
+    end by half the tolerance); ``whole``: rounded to a whole number (step counts, batch sizes);
+    ``log``: the secant of log ε where ε and the target are positive (x = −log σ: ε goes like a power
+    of σ, so log ε is nearly straight in x, where ε itself can bend by a factor of 100 across a
+    bracket)."""
 
-    def interp(a, b, e_a, e_b, target, last):
+    def interp(a, b, e_a, e_b, target, last, w_a=1.0, w_b=1.0):
         with np.errstate(all="ignore"):
-            root = a + (target - e_a) / (e_b - e_a) * (b - a)
-            x = root + np.where(last > 0, NUDGE, -NUDGE) * tol(a, b) * np.sign(b - a)
+            if log:
+                pos = (e_a > 0) & (e_b > 0) & (target > 0)
+                e_a, e_b, target = (np.where(pos, np.log(v), v) for v in (e_a, e_b, target))
+            f_a, f_b = (e_a - target) * w_a, (e_b - target) * w_b
+            root = a + (-f_a) / (f_b - f_a) * (b - a)
+            t = tol(a, b)
+            x = root + np.where(last > 0, NUDGE, -NUDGE) * t * np.sign(b - a)
+            lo_, hi_ = np.minimum(a, b), np.maximum(a, b)
+            x = np.where(hi_ - lo_ > t, np.clip(x, lo_ + 0.5 * t, hi_ - 0.5 * t), x)
         return np.round(x) if whole else x
 
     return interp
@@ -833,7 +845,17 @@ def solve_sigma(
         return np.abs(b - a) <= tol
 
     ok, e_ok, m_ok, bad, e_bad, status = _solve(
-        ev_search, ev_final, target, -np.log(guess), lo, hi, step, probe, mid, narrow, _secant(lambda a, b: tol)
+        ev_search,
+        ev_final,
+        target,
+        -np.log(guess),
+        lo,
+        hi,
+        step,
+        probe,
+        mid,
+        narrow,
+        _secant(lambda a, b: tol, log=True),
     )
     with np.errstate(over="ignore"):
         value = np.exp(-ok)

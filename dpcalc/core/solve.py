@@ -103,6 +103,11 @@ def bisect_predicate(
     return ok, bad
 
 
+#: Secant points with the Illinois weighting are taken until this many outcomes in a row on one side;
+#: then one bisection (see :func:`walk_and_bisect`).
+ILLINOIS_MAX = 4
+
+
 def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=None, interp=None):
     """Per row, the largest x in [lo, hi] where ``ev`` meets the target — ``ev`` grows with x.
 
@@ -117,13 +122,16 @@ def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=
     (values, tags) at x0 if already evaluated. Returns ok (NaN: not met even at lo), bad (NaN: met
     at hi), and the values and tags at both.
 
-    ``interp(ok, bad, e_ok, e_bad, target, last)`` (optional): a point strictly inside each bracket
-    from the values at its ends (``last``: +1 where the row's last point met the target, −1 where it
-    missed, 0 before any) — e.g. the secant root nudged by under half the tolerance toward the side
-    not just moved, so that an accurate secant closes the bracket in two evaluations. It is taken
-    where finite and strictly inside, except after two outcomes in a row on the same side (the secant
-    is stalling on a curved stretch): that row bisects once (``mid``). Either way every point
-    returned was evaluated; only the number of evaluations changes.
+    ``interp(ok, bad, e_ok, e_bad, target, last, w_ok, w_bad)`` (optional): a point strictly inside
+    each bracket from the values at its ends (``last``: +1 where the row's last point met the target,
+    −1 where it missed, 0 before any) — e.g. the secant root nudged by under half the tolerance toward
+    the side not just moved, so that an accurate secant closes the bracket in two evaluations. It is
+    taken where finite and strictly inside. After two or more outcomes in a row on one side (the
+    secant is stalling on a curved stretch) the weight of the other end's distance from the target
+    (``w_ok`` or ``w_bad``, else 1) is halved for each repeat (the Illinois rule: ``interp`` scales
+    the distances by them in the space it interpolates in), and after ILLINOIS_MAX of them that row
+    bisects once (``mid``), then takes the secant again. Either way every point returned was evaluated; only
+    the number of evaluations changes.
     """
     n = x0.size
     ok, bad = np.full(n, np.nan), np.full(n, np.nan)
@@ -169,11 +177,16 @@ def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=
         if not act.size:
             break
         x = mid(ok[act], bad[act])
+        use = np.zeros(act.size, dtype=bool)
         if interp is not None:
             a, b = ok[act], bad[act]
             with np.errstate(all="ignore"):
-                xi = np.asarray(interp(a, b, e_ok[act], e_bad[act], target[act], last[act]), float)
-                use = np.isfinite(xi) & (same[act] < 2) & (xi > np.minimum(a, b)) & (xi < np.maximum(a, b))
+                # Illinois: after two outcomes in a row on one side, the other end's distance from the
+                # target counts half (a quarter after three, ...), pulling the secant across the root.
+                w = 0.5 ** np.maximum(same[act].astype(float) - 1.0, 0.0)
+                w_ok, w_bad = np.where(last[act] < 0, w, 1.0), np.where(last[act] > 0, w, 1.0)
+                xi = np.asarray(interp(a, b, e_ok[act], e_bad[act], target[act], last[act], w_ok, w_bad), float)
+                use = np.isfinite(xi) & (same[act] < ILLINOIS_MAX) & (xi > np.minimum(a, b)) & (xi < np.maximum(a, b))
             x = np.where(use, xi, x)
         inside = (x != ok[act]) & (x != bad[act])
         act, x = act[inside], x[inside]
@@ -184,5 +197,6 @@ def walk_and_bisect(ev, target, x0, lo, hi, step, mid, narrow, bad0=None, at_x0=
         put(act, x, e, m, good)
         side = np.where(good, 1, -1).astype(np.int8)
         same[act] = np.where(side == last[act], same[act] + 1, 1)
+        same[act] = np.where(use[inside], same[act], 0)  # after a bisection, the secant again
         last[act] = side
     return ok, bad, e_ok, e_bad, m_ok, m_bad
