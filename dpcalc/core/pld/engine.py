@@ -25,7 +25,7 @@ from .compose import FULL, MAX_GRID, Composed, choose_tilts, compose, parts_log_
 from .discretise import WIDEST_BIN, Discrete, discretise_lower, discretise_upper
 from .errors import LOWER_ETA, lower_shift
 from .fold import FOLD_FROM, fold, foldable
-from .query import MANY, Reader, delta_at, epsilon_at
+from .query import MANY, Reader, chernoff_epsilon, delta_at, epsilon_at
 
 __all__ = ["MIN_DELTA", "UPPER_H", "REL_WIDTH", "ABS_WIDTH", "Answer", "Interval", "epsilon", "delta_interval"]
 
@@ -192,6 +192,17 @@ def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
     return eps
 
 
+def _clearly_below(k: int, stats: dict | None) -> bool:
+    """Whether direction k's Chernoff estimate (``stats["guess_dir"]``) is below CLEARLY_BELOW times
+    direction 0's at every δ (only then is its Chernoff bound worth trying against the lower end:
+    where the two are close it is not below it)."""
+    gd = None if stats is None else stats.get("guess_dir")
+    if gd is None or gd.shape[0] <= k:
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(gd[k] < CLEARLY_BELOW * gd[0]))
+
+
 def _eps_dirs(
     mechs,
     delta,
@@ -213,7 +224,9 @@ def _eps_dirs(
     ``cut`` (one per δ): a certified lower bound on the mechanism's ε. The windows start there
     (:func:`.compose.compose`), so a direction's upper bound is never reported below it — which
     cannot change the maximum over directions, as the mechanism's ε is at least ``cut`` — and a
-    lower bound that finds nothing above it makes no claim (−inf).
+    lower bound that finds nothing above it makes no claim (−inf). A direction other than 0 whose
+    Chernoff bound (:func:`.query.chernoff_epsilon`, from its discretised steps alone) is already at
+    most ``cut`` at every δ takes that bound as its upper end, and is not composed.
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
@@ -234,6 +247,13 @@ def _eps_dirs(
         # (A lower end of 0 or less says nothing about where the answer is: no fallback there.)
         fb = None if cut is None else np.where(np.broadcast_to(np.asarray(cut, float), delta.shape) > 0, cut, np.nan)
         tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb)[0]
+        if k > 0 and sign > 0 and cut is not None and _clearly_below(k, stats):
+            # A direction whose Chernoff bound is already at most the mechanism's certified lower end
+            # cannot be the maximum over directions: that bound is its (sound) upper end, no composition.
+            ch = chernoff_epsilon(parts, delta, tilts)
+            if np.all(ch <= np.broadcast_to(np.asarray(cut, float), delta.shape)):
+                out[k] = ch
+                continue
         for lam in np.unique(tilts):
             sel = tilts == lam
             dl = delta[sel]
