@@ -184,7 +184,7 @@ def _log_a_frac(q, sigma, alpha):
             log_coef = lg_a1 - special.gammaln(i + 1.0) - special.gammaln(j + 1)
             s0 = log_coef + i * log_q + j * log_1mq + (i * i - i) / (2 * s2) + _LOG_HALF + _log_erfc((i - z0) / rs)
             s1 = log_coef + j * log_q + i * log_1mq + (j * j - j) / (2 * s2) + _LOG_HALF + _log_erfc((z0 - j) / rs)
-        t = np.logaddexp(s0, s1)
+            t = np.logaddexp(s0, s1)  # (NaN where a term is: handled just below)
         # A term that overflowed (or is NaN: σ² underflowing to 0) leaves the order unusable: +inf
         # at once, rather than after every step of the loop (σ = 5e-324 took 17 s to refuse).
         dead = np.isnan(t) | (t == np.inf)

@@ -48,7 +48,9 @@ stage:
   still miss their width after the split.
 * :mod:`.query` — δ at ε and ε at δ from suffix sums taken relative to their
   own losses (nothing over- or underflows at ε in the thousands), each read
-  checked against the curve it bounds.
+  checked against the curve it bounds; and a Chernoff bound on ε from the
+  steps' moment generating functions alone, which settles a direction that is
+  already below the mechanism's certified lower end without composing it.
 * :mod:`.errors` — what is added to an upper δ and taken from a lower one:
   the round-off of the composition (bounded per frequency from the computed
   spectra), the tilted mass that may have wrapped around the window, and the
