@@ -519,9 +519,9 @@ def chernoff_epsilon(parts, delta, tilts) -> np.ndarray:
     δ <= P[L = ∞]). The steps dominate the mechanism's, so the bound holds for it. Floating point:
     each log M_j is taken as high as its sums' and exponentials' round-off allow (relative
     4u·(size + 64) of the sum, 1e-12 of the logarithm, 8u·t·max|ℓ|, and the terms the blocked sums
-    may underflow), P[L = ∞] rounded up, and
-    the result moved up by 1e-12 relative and one ulp. (Loose next to the composition: the engine
-    uses it only to settle a direction whose bound is already below a certified lower end.)"""
+    may underflow), P[L = ∞] rounded up, and the result moved up by 1e-12 relative and one ulp.
+    (Loose next to the composition: the engine uses it only to settle a direction whose bound is
+    already below a certified lower end.)"""
     delta = np.atleast_1d(np.asarray(delta, float))
     tilts = np.broadcast_to(np.asarray(tilts, float), delta.shape)
     u = _U
