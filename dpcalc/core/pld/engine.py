@@ -395,7 +395,7 @@ def _other_grids(n_dir: int, h: float, h_other, stats: dict | None) -> list[floa
         with np.errstate(invalid="ignore"):
             if far_h is not None and far_h > coarse and np.all(gd[k] < far_below):
                 out[k] = float(far_h)
-            elif np.all(gd[k] < CLEARLY_BELOW * gd[0]):
+            elif _clearly_below(k, stats):
                 out[k] = float(coarse)
             elif np.all(gd[k] >= gd[0] - stats.get("width", 0.0)):
                 out[k] = float(h)

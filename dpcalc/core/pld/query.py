@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compose import Composed, parts_log_mgf
+from .compose import Composed, log_mgf
 
 __all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at", "chernoff_epsilon", "MANY"]
 
@@ -528,6 +528,14 @@ def chernoff_epsilon(parts, delta, tilts) -> np.ndarray:
     with np.errstate(divide="ignore"):
         keep = sum(t * float(np.log1p(-min(d.p_inf, 1.0))) for d, t in parts)
     p_inf = min(-float(np.expm1(keep)) * (1 + 8 * u * (1 + len(parts))) + 1e-300 * (keep < 0), 1.0)
+    # Per step: its largest |ℓ|, and (where it has finite mass) its mass, its top loss over its mean.
+    steps = []
+    for d, t in parts:
+        pos = d.p > 0
+        ell, p = d.losses()[pos], d.p[pos]
+        mass = float(p.sum()) if p.size else 0.0
+        spread = float(ell.max()) - float(np.dot(p, ell)) / mass if p.size else 0.0
+        steps.append((d, t, float(np.max(np.abs(ell), initial=0.0)), mass, spread))
     out = np.full(delta.shape, np.inf)
     for lam in np.unique(tilts):
         if not (np.isfinite(lam) and lam > 0):
@@ -535,19 +543,13 @@ def chernoff_epsilon(parts, delta, tilts) -> np.ndarray:
         ts = lam * CHERNOFF_SPREAD
         lm = np.zeros(ts.shape)
         with np.errstate(all="ignore"):
-            for d, t in parts:
-                one = parts_log_mgf([(d, 1)], ts)
-                pos = d.p > 0
-                ell, p = d.losses()[pos], d.p[pos]
-                reach = float(np.max(np.abs(ell), initial=0.0))
+            for d, t, reach, mass, spread in steps:
+                one = log_mgf(d, ts)
                 slack = 4 * u * (d.p.size + 64) + 1e-12 * (1 + np.abs(one)) + 8 * u * ts * reach
                 # Terms below e^{-707} of the largest may underflow in the blocked sums: at most
                 # e^{t(top − mean) − 707}/Σp of M (M >= Σp·e^{t·mean} by Jensen).
-                if p.size:
-                    mass = float(p.sum())
-                    mean = float(np.dot(p, ell)) / mass
-                    lost = np.exp(np.minimum(ts * (float(ell.max()) - mean) - 707.0, 700.0)) / mass
-                    slack = slack + np.log1p(lost)
+                if mass > 0:
+                    slack = slack + np.log1p(np.exp(np.minimum(ts * spread - 707.0, 700.0)) / mass)
                 lm = lm + t * (one + slack)
             log_c = -np.log1p(ts) - ts * np.log1p(1.0 / ts)
             log_c = log_c + 1e-12 * (1 + np.abs(log_c))
