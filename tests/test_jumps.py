@@ -173,3 +173,36 @@ def test_the_split_is_tried_only_where_far_tail_steps_carry_delta():
     mechs = [(subsampled_gaussian(1.14e-6, 0.635), 82922)]
     st = D.discretise_upper(mechs[0][0][0], 2.0**-16, 1e-30)
     assert E._jumps_carry(J.split(st, 82922, 1.54e-12), 1.54e-12, 0.0835)
+
+
+def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the_starting_grid(monkeypatch):
+    # q = 1e-6, σ = 0.5, δ = 1e-12: the lower end's first composition needs every stage in long double
+    # and the far-tail steps carry δ above it. The grids were halved (long-double compositions of
+    # millions of points at 100 steps), the answer retried, and only then split on the finest grid:
+    # 17 compositions and 2.96 s for two steps, 15.5 s for 100. Now the split follows one round on the
+    # starting grid (and the retry, where the split's lower end misses: here, with one round).
+    from mpref import delta_two_steps
+
+    seen = {"split": 0, "compositions": 0}
+    by_jumps, compose = E._by_jumps, E.compose
+
+    def counted_split(*a, **k):
+        seen["split"] += 1
+        return by_jumps(*a, **k)
+
+    def counted_compose(*a, **k):
+        seen["compositions"] += 1
+        return compose(*a, **k)
+
+    monkeypatch.setattr(E, "_by_jumps", counted_split)
+    monkeypatch.setattr(E, "compose", counted_compose)
+    q, s, d = 1e-6, 0.5, 1e-12
+    r = sgd.tight_interval(q, s, 2, d)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert r.met[0] and r.method[0] == "pld"
+    # One round of the usual route (the lower end in double, long double and every stage in it; the
+    # upper bracket), the split's other direction (double, then long double), one round of the retry.
+    assert seen["split"] == 1 and seen["compositions"] <= 10, seen
+    # Both ends are true, by a quadrature of the two-step curve.
+    assert delta_two_steps(q, s, up, step=2, span=60) <= d
+    assert delta_two_steps(q, s, lo, step=2, span=60) >= d

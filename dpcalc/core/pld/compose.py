@@ -435,8 +435,8 @@ def compose(
     for d, t in parts:
         # Over the nonzero masses only (a step's tails are sparse).
         pos = d.nonzero_index()
-        ell = ((d.k0 + pos + d.c) * d.h).astype(dtype)
-        logp = np.log(d.p[pos].astype(dtype))
+        ell = ((d.k0 + pos + d.c) * d.h).astype(dtype, copy=False)
+        logp = np.log(d.p[pos].astype(dtype, copy=False))
         lw = logp + dtype(lam) * ell
         mx = lw.max()
         with np.errstate(under="ignore", invalid="ignore"):
@@ -531,7 +531,8 @@ def compose(
     else:
         roundoff = roundoff_l2(n, spectra, out_norm, _U)
     start = k_lo - shift
-    p = np.maximum(np.roll(out, -(start % n)), 0.0).astype(np.float64)  # out[(start + i) mod n]
+    p = np.roll(out, -(start % n)).astype(np.float64, copy=False)  # out[(start + i) mod n], ...
+    np.maximum(p, 0.0, out=p)  # ... less its negative round-off
     p_inf = float(-np.expm1(log_keep))
     p_inf = min(p_inf * (1 + 8 * _U * (1 + len(parts))), 1.0) if upper else p_inf * (1 - 8 * _U * (1 + len(parts)))
     return Composed(

@@ -86,6 +86,9 @@ class Answer:
     h_upper: float
     h_lower: float
     met: np.ndarray  # whether the width target was met
+    #: The grid the answer started on (:func:`initial_h`; 0 where none was chosen): where a missed width
+    #: is narrowed by the split (:func:`_by_jumps`), the split starts there.
+    h_start: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -586,10 +589,26 @@ def _epsilon(
     """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
     those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
     intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
-    a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint)
+    a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint, jumps_first=True)
     miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
     if upper_only or h0 is not None or not miss.any():
         return a
+    if _jumps_apply(mechs) and a.h_start > 0:
+        # Where far-tail steps carry δ (small q, tiny δ) the split narrows what the refinements could not,
+        # on the answer's starting grid (seconds, where the retry below and the split on its finest
+        # grid took 10–15: q = 1e-6, σ = 0.5, 100 steps, δ = 1e-12); where it does not meet the width,
+        # its ends (each a bound) carry on into the retry.
+        lo, up = a.lower.copy(), a.upper.copy()
+        h_fine = min(a.h_start, UPPER_H) if fine_upper else a.h_start  # the usual upper end's grid
+        for i in np.flatnonzero(miss):
+            lo[i], up[i] = _by_jumps(
+                mechs, float(delta[i]), float(lo[i]), float(up[i]), a.h_start, rel, abs_, h_up=h_fine
+            )
+        lo, up = consistent(lo, up)
+        a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start)
+        miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+        if not miss.any():
+            return a
     hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[miss]
     try:
         b = _once(mechs, delta[miss], rel, abs_, h0, False, fine_upper, hint, tail_share=RETRY_TAIL_SHARE)
@@ -601,7 +620,7 @@ def _epsilon(
     lo, up = consistent(lo, up)
     h = min(a.h_upper, b.h_upper, a.h_lower, b.h_lower)
     met = within(lo, up, rel, abs_)
-    if len(mechs) == 1 and 2 <= mechs[0][1] <= JUMPS_MAX_TIMES:
+    if _jumps_apply(mechs):
         for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
             lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
@@ -613,6 +632,37 @@ def _epsilon(
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
     return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
+
+
+def _jumps_apply(mechs) -> bool:
+    """Whether :func:`_by_jumps` can answer: T releases of one mechanism, 2 <= T <= JUMPS_MAX_TIMES."""
+    return len(mechs) == 1 and 2 <= mechs[0][1] <= JUMPS_MAX_TIMES
+
+
+#: :func:`_jumps_ahead` looks at most this many levels δ (a longer curve refines as usual).
+JUMPS_AHEAD_MAX = 4
+
+#: Where the split will answer (:func:`_jumps_ahead`), the usual upper end — the split's bracket — is
+#: composed on a grid this many times the lower end's.
+JUMPS_BRACKET = 4
+
+
+def _jumps_ahead(mechs, delta: np.ndarray, h: float, lo: np.ndarray) -> bool:
+    """Whether :func:`_by_jumps` would take every level δ (at most JUMPS_AHEAD_MAX of them): one
+    mechanism released 2..JUMPS_MAX_TIMES times whose far-tail steps carry δ above the lower end
+    ``lo`` on the grid h (:func:`_jumps_carry`)."""
+    if not _jumps_apply(mechs) or delta.size > JUMPS_AHEAD_MAX or not np.all(np.isfinite(lo)):
+        return False
+    ((m, t),) = mechs
+    try:
+        for dl, e in zip(delta, lo):
+            tail = _tail_for(mechs, float(dl), JUMPS_TAIL_SHARE)
+            sp = jumps.split(_discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, 0.0, t), t, float(dl))
+            if sp.j is None or not _jumps_carry(sp, float(dl), float(e)):
+                return False
+    except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+        return False
+    return True
 
 
 def _jumps_carry(sp, delta: float, eps: float) -> bool:
@@ -648,7 +698,15 @@ def _other_uppers(mechs, delta: float, h: float, lo: float) -> float:
 
 
 def _by_jumps(
-    mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float, check: bool = True
+    mechs,
+    delta: float,
+    lo: float,
+    up: float,
+    h: float,
+    rel: float,
+    abs_: float,
+    check: bool = True,
+    h_up: float | None = None,
 ) -> tuple[float, float]:
     """[lo, up] narrowed by composing T releases of one step by their number of far-tail steps
     (:mod:`.jumps`): direction 0's upper and lower curves on the grid h, then (JUMP_HALVINGS) the lower
@@ -657,17 +715,20 @@ def _by_jumps(
     The other directions' upper ends come from the usual composition (their far tails are light):
     the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up].
     ``check``: first ask :func:`_jumps_carry` whether the split can help (off: the tests exercise the
-    route itself)."""
+    route itself). ``h_up`` (at most h): the upper curve (and the other directions') on that grid instead
+    (the usual upper end's grid, where the split starts on a coarser one: a bracket from the usual
+    route is otherwise not improved on)."""
     ((m, t),) = mechs
     tail = _tail_for(mechs, delta, JUMPS_TAIL_SHARE)
     width = max(rel * up, abs_)
     ext = FULL if _EXTENDED else 0
+    h_up = h if h_up is None else min(h, h_up)
     try:
-        st = _discretise_one(m[0], h, "upper", tail, WIDEST_BIN, tail, width, t)
+        st = _discretise_one(m[0], h_up, "upper", tail, WIDEST_BIN, tail, width, t)
         sp = jumps.split(st, t, delta)
         if sp.j is None or (check and not _jumps_carry(sp, delta, lo)):
             return lo, up
-        others = _other_uppers(mechs, delta, h, lo)
+        others = _other_uppers(mechs, delta, h_up, lo)
         if not others < up:
             return lo, up
         guess = 0.5 * (lo + up)
@@ -790,7 +851,16 @@ def within(lo, up, rel: float, abs_: float):
 
 
 def _once(
-    mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint, tail_share=None
+    mechs,
+    delta,
+    rel: float,
+    abs_: float,
+    h0,
+    upper_only: bool,
+    fine_upper: bool,
+    lower_hint,
+    tail_share=None,
+    jumps_first: bool = False,
 ) -> Answer:
     """Certified [lower, upper] on ε(δ), refining the grid until the width target is met.
 
@@ -833,8 +903,9 @@ def _once(
         width = float(np.min(np.maximum(rel * guess, abs_)))
         h0 = initial_h(mechs, width, float(delta.min()), ladder)
         narrow = min(_step_std(d, ladder) for m, _ in mechs for d in m)
+        h_start = h0
     else:
-        width, guess, narrow = float(abs_), None, np.inf
+        width, guess, narrow, h_start = float(abs_), None, np.inf, 0.0
     # Tail bins at most a quarter of the width asked for (their connect-the-dots error is second order
     # in their width, and next to ε it moves ε by about that much).
     widest = float(max(min(width / 4, 1.0 / 128), h0))
@@ -905,6 +976,21 @@ def _once(
     # fine side, corrected by doubling where it does not fit.)
     h_fit = _pow2_at_most(max(span, 0.0) / MAX_GRID) / 2
     h_up = min(max(finest, h_fit), h_lo)
+    # Where the lower end needed every stage in long double and the far-tail steps carry δ above it,
+    # the split (:func:`_by_jumps`, called by _epsilon on the starting grid) narrows both ends: halving
+    # these grids would take several long-double compositions of millions of points, each moving the
+    # ends a little. The upper end here is then only the split's bracket: on a grid JUMPS_BRACKET
+    # times coarser (any grid is sound). (Where the compositions stay in double the usual route is the
+    # faster: q = 1e-4, σ = 0.5, 10⁴ steps, δ = 1e-8 takes 0.15 s, the split's long-double terms 1.3.)
+    ahead = (
+        jumps_first
+        and h_start > 0
+        and early is None
+        and int(stats.get("extended", 0)) >= FULL
+        and _jumps_ahead(mechs, delta, h_start, cut())
+    )
+    if ahead:
+        h_up = max(h_up, JUMPS_BRACKET * h_lo)
     for _ in range(60):
         if early is not None:
             up_dir, h_dir = early
@@ -944,6 +1030,13 @@ def _once(
             lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more, widest=widest, stats=stats)[more]
         except MemoryError:
             pass
+    if ahead:
+        # (Returned as missing the width even where the bracket meets it: its upper end is from the
+        # coarse grid, and _epsilon takes both ends to the split.)
+        h_up_f = float(min(h_dir[k] for k in dominant()))
+        up = _claimed_upper(mechs, delta, up_dir)
+        lo, up = consistent(np.maximum(np.nanmax(lo_dir, axis=0), 0.0), up)
+        return Answer(lo, up, h_up_f, h_lo, np.zeros(delta.shape, dtype=bool), h_start)
     # A side not yet refined goes first — except an upper end that started on the finer grid: its
     # next halving is expected to move it by about 3/4 of its error there, which is at most
     # (h_up/h_lo)² of the first gap if connect-the-dots error (second order) made all of it.
@@ -997,7 +1090,7 @@ def _once(
     up = _claimed_upper(mechs, delta, up_dir)
     lo, up = consistent(np.maximum(np.nanmax(lo_dir, axis=0), 0.0), up)
     h_up_f = float(min(h_dir[k] for k in dominant()))
-    return Answer(lo, up, h_up_f, h_lo, within(lo, up, rel, abs_))
+    return Answer(lo, up, h_up_f, h_lo, within(lo, up, rel, abs_), h_start)
 
 
 def _moved(a: np.ndarray, b: np.ndarray) -> float:

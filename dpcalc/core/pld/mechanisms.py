@@ -101,9 +101,11 @@ def _ndtr_pair(z, dz):
         ev = base + (z > 0) * (4.0 * _U) + 2.0 * _U * v
         ew = base + (z < 0) * (4.0 * _U) + 2.0 * _U * w
         # Infinite z: exact (0 or 1). A bound that is not finite (z² overflows where Φ is 0): at most 1.
-        ok = np.isfinite(z)
-        ev = np.where(ok, np.where(ev <= 1.0, ev, np.where(np.isnan(ev), 0.0, 1.0)), 0.0)
-        ew = np.where(ok, np.where(ew <= 1.0, ew, np.where(np.isnan(ew), 0.0, 1.0)), 0.0)
+        # (Where every z is finite and every bound at most 1 — the usual case — nothing changes.)
+        if not (np.max(ev, initial=0.0) <= 1.0 and np.max(ew, initial=0.0) <= 1.0 and np.isfinite(z).all()):
+            ok = np.isfinite(z)
+            ev = np.where(ok, np.where(ev <= 1.0, ev, np.where(np.isnan(ev), 0.0, 1.0)), 0.0)
+            ew = np.where(ok, np.where(ew <= 1.0, ew, np.where(np.isnan(ew), 0.0, 1.0)), 0.0)
     return v, w, ev, ew
 
 
@@ -267,7 +269,11 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
         with np.errstate(all="ignore"):
             ell = np.asarray(ell, float)
             # log(e^ℓ − 1 + q), without overflow for large ℓ: ℓ + log1p((q − 1)e^{−ℓ})
-            la = np.where(ell > 30.0, ell + np.log1p((q - 1.0) * np.exp(-np.abs(ell))), np.log(np.expm1(ell) + q))
+            big = ell > 30.0
+            if big.any():
+                la = np.where(big, ell + np.log1p((q - 1.0) * np.exp(-np.abs(ell))), np.log(np.expm1(ell) + q))
+            else:  # (the usual case: the same values as the line above, without its unused branch)
+                la = np.log(np.expm1(ell) + q)
             diff = la - log_q
             x = s2 * diff + 0.5
             zeta = 4.0 * _U * (4.0 + np.abs(la) + abs(log_q) + 2.0 * np.abs(diff) + np.abs(x) / s2)
