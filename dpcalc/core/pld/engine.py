@@ -895,6 +895,11 @@ def _once(
     the upper ends alone, refined a few times, come within the width of
     them, they are the answer's lower end and the engine's own is not
     computed; otherwise the engine proceeds as without them.
+
+    ``jumps_first`` (the first answer of :func:`_epsilon`): where the first lower end needed every stage
+    in long double and the far-tail steps carry δ above it (:func:`_jumps_ahead`), the upper end is
+    composed JUMPS_BRACKET times coarser and returned without refinement, marked as missing the width,
+    for the split (:func:`_by_jumps`) on the starting grid (``h_start`` of the answer).
     """
     delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon)
     ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
