@@ -64,6 +64,9 @@ NOISE_WIDTH = 0.005
 #: ... and every stage of it in long double where the round-off still moves ε by this share of the width
 #: (see :func:`_eps_dirs`).
 FULL_SHARE = 0.1
+#: A double-precision read whose round-off is within this range of δ goes to every stage in long double
+#: at once, not through the steps' transforms in long double first (see :func:`_eps_dirs`).
+NEAR_ONE = (0.1, 10.0)
 
 #: The final upper ends' sparse tail bins: P-mass·4^k at most this times the per-step tail at TAIL_SHARE
 #: (1e-9·δ/T, whatever share the answer's grids take), so that they move δ by a small fraction of itself
@@ -314,11 +317,20 @@ def _eps_dirs(
                 drowned = (r < 1.0) | (share is not None)
                 if level == FULL and not np.any(drowned & (r > FULL_SHARE * w_now * float(lam))):
                     break
-                cp = compose(parts, **kw, extended=level)
+                go = level
+                near = (r >= NEAR_ONE[0]) & (r < NEAR_ONE[1]) & (r > FULL_SHARE * w_now * float(lam))
+                if level == 1 and np.any(near):
+                    # Round-off about δ itself in double: the steps' transforms in long double have left
+                    # it within a few times of that wherever seen (the far tail of one sampled step: q =
+                    # 1e-6, σ = 0.5, δ = 1e-12), and every stage in long double followed. Straight there.
+                    go = FULL
+                cp = compose(parts, **kw, extended=go)
                 reader = Reader(cp)
                 eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
                 if stats is not None:
-                    stats[ext_key] = level
+                    stats[ext_key] = go
+                if go == FULL:
+                    break
             best[sel] = np.maximum(best[sel], eps)
         out[k] = best
     return out
