@@ -180,7 +180,7 @@ def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the
     # and the far-tail steps carry δ above it. The grids were halved (long-double compositions of
     # millions of points at 100 steps), the answer retried, and only then split on the finest grid:
     # 17 compositions and 2.96 s for two steps, 15.5 s for 100. Now the split follows one round on the
-    # starting grid (and the retry, where the split's lower end misses: here, with one round).
+    # starting grid, its lower end halved up to JUMP_HALVINGS_FIRST times until the width is met.
     from mpref import delta_two_steps
 
     seen = {"split": 0, "compositions": 0}
@@ -200,9 +200,34 @@ def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the
     r = sgd.tight_interval(q, s, 2, d)
     lo, up = float(r.lower[0]), float(r.upper[0])
     assert r.met[0] and r.method[0] == "pld"
-    # One round of the usual route (the lower end in double, long double and every stage in it; the
-    # upper bracket), the split's other direction (double, then long double), one round of the retry.
-    assert seen["split"] == 1 and seen["compositions"] <= 10, seen
+    # One round of the usual route (the lower end in double, then every stage in long double; the
+    # upper bracket), the split's other direction (double, then long double): 5, no retry.
+    assert seen["split"] == 1 and seen["compositions"] <= 6, seen
     # Both ends are true, by a quadrature of the two-step curve.
     assert delta_two_steps(q, s, up, step=2, span=60) <= d
     assert delta_two_steps(q, s, lo, step=2, span=60) >= d
+
+
+def test_a_bracket_the_split_does_not_settle_is_refined_as_before(monkeypatch):
+    # Where the split tried first misses the width, the first answer (only its bracket: the upper end on
+    # a coarse grid) is refined by the usual route after all, and intersected with what the split found:
+    # the answer is at least as narrow as the usual route's alone.
+    monkeypatch.setattr(E, "JUMP_HALVINGS_FIRST", 0)  # the split stops on the starting grid: it misses
+    q, s, d = 1e-7, 0.45, 1e-13
+    mechs = [(subsampled_gaussian(q, s), 2)]
+    a = E._once(mechs, np.array([d]), 1e-3, 1e-4, None, False, True, None, jumps_first=True)
+    assert a.bracket and not a.met[0]
+    calls = []
+    once = E._once
+
+    def counted(*args, **kw):
+        calls.append((kw.get("jumps_first", False), kw.get("tail_share")))
+        return once(*args, **kw)
+
+    monkeypatch.setattr(E, "_once", counted)
+    r = E.epsilon(mechs, [d])
+    assert calls[:2] == [(True, None), (False, None)], calls  # the bracket, then the usual route
+    usual = once(mechs, np.array([d]), 1e-3, 1e-4, None, False, True, None)
+    assert r.met[0] and usual.lower[0] <= r.upper[0] and r.lower[0] <= usual.upper[0]
+    assert r.upper[0] - r.lower[0] <= usual.upper[0] - usual.lower[0]
+    assert a.lower[0] <= r.lower[0] and r.upper[0] <= a.upper[0]

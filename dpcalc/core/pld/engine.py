@@ -89,9 +89,12 @@ class Answer:
     h_upper: float
     h_lower: float
     met: np.ndarray  # whether the width target was met
-    #: The grid the answer started on (:func:`initial_h`; 0 where none was chosen): where a missed width
-    #: is narrowed by the split (:func:`_by_jumps`), the split starts there.
+    #: The grid the answer's lower end started on (:func:`initial_h`, doubled where it did not fit; 0
+    #: where none was chosen): where a missed width is narrowed by the split (:func:`_by_jumps`), the
+    #: split starts there.
     h_start: float = 0.0
+    #: The answer is only the split's bracket (see :func:`_once`'s ``jumps_first``): not refined.
+    bracket: bool = False
 
 
 @dataclass(frozen=True)
@@ -598,14 +601,18 @@ def _infinite_at(mechs, delta) -> np.ndarray:
 def _epsilon(
     mechs, delta, rel: float, abs_: float, h0, upper_only: bool, fine_upper: bool, lower_hint, lower_used=True
 ) -> Answer:
-    """:func:`_once`; where that misses the width (and a δ-answer was asked for), :func:`_once` again for
-    those δ with the steps' grids cut at RETRY_TAIL_SHARE of δ, and the two certified intervals
-    intersected (each end is a bound: the larger lower end and the smaller upper end are both bounds)."""
+    """:func:`_once`; where that misses the width (and a δ-answer was asked for): for T releases of one
+    step the split (:func:`_by_jumps`) on the starting grid; where a first answer that was only the
+    split's bracket (:func:`_once`'s ``jumps_first``) is still not settled, :func:`_once` without it;
+    then :func:`_once` again for the δ still missing with the steps' grids cut at RETRY_TAIL_SHARE of
+    δ, the split on the finest grid, and the blocks. Every stage's certified interval is intersected
+    with the ones before (each end is a bound: the larger lower end and the smaller upper end are both
+    bounds)."""
     a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint, jumps_first=True)
     miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
-    if upper_only or h0 is not None or not miss.any():
+    if upper_only or h0 is not None or not (miss.any() or a.bracket):
         return a
-    if _jumps_apply(mechs) and a.h_start > 0:
+    if _jumps_apply(mechs) and a.h_start > 0 and miss.any():
         # Where far-tail steps carry δ (small q, tiny δ) the split narrows what the refinements could not,
         # on the answer's starting grid (seconds, where the retry below and the split on its finest
         # grid took 10–15: q = 1e-6, σ = 0.5, 100 steps, δ = 1e-12); where it does not meet the width,
@@ -614,13 +621,32 @@ def _epsilon(
         h_fine = min(a.h_start, UPPER_H) if fine_upper else a.h_start  # the usual upper end's grid
         for i in np.flatnonzero(miss):
             lo[i], up[i] = _by_jumps(
-                mechs, float(delta[i]), float(lo[i]), float(up[i]), a.h_start, rel, abs_, h_up=h_fine
+                mechs,
+                float(delta[i]),
+                float(lo[i]),
+                float(up[i]),
+                a.h_start,
+                rel,
+                abs_,
+                h_up=h_fine,
+                halvings=JUMP_HALVINGS_FIRST,
             )
         lo, up = consistent(lo, up)
-        a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start)
+        a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start, a.bracket)
         miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
-        if not miss.any():
-            return a
+    if a.bracket and not np.all(a.met):
+        # The split did not settle the bracket (or a row's bracket has no finite end): the usual
+        # refinements, as without it, intersected with what the split found.
+        try:
+            c = _once(mechs, delta, rel, abs_, h0, False, fine_upper, lower_hint)
+        except (MemoryError, FloatingPointError, ValueError, ZeroDivisionError, OverflowError):
+            c = None
+        if c is not None:
+            lo, up = consistent(np.fmax(a.lower, c.lower), np.fmin(a.upper, c.upper))
+            a = Answer(lo, up, c.h_upper, c.h_lower, within(lo, up, rel, abs_), a.h_start)
+            miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+    if not miss.any():
+        return a
     hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[miss]
     try:
         b = _once(mechs, delta[miss], rel, abs_, h0, False, fine_upper, hint, tail_share=RETRY_TAIL_SHARE)
@@ -688,8 +714,12 @@ def _jumps_carry(sp, delta: float, eps: float) -> bool:
     return bool(vals.size and float(np.min(vals)) < np.log(0.5 * delta))
 
 
-#: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it.
+#: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it ...
 JUMP_HALVINGS = 2
+#: ... or, for the split tried first on the starting grid, this many (the lower end stops at the first
+#: grid that meets the width: q = 1e-7, σ = 0.45, 2 steps, δ = 1e-13 met it on the fourth, 0.2 s, where
+#: two halvings left the retry and the split on its finest grid to do it in 18 s).
+JUMP_HALVINGS_FIRST = 4
 
 #: The steps' grids of :func:`_by_jumps` reach the loss where their upper tails hold this share of δ/T.
 JUMPS_TAIL_SHARE = RETRY_TAIL_SHARE
@@ -719,6 +749,7 @@ def _by_jumps(
     abs_: float,
     check: bool = True,
     h_up: float | None = None,
+    halvings: int | None = None,
 ) -> tuple[float, float]:
     """[lo, up] narrowed by composing T releases of one step by their number of far-tail steps
     (:mod:`.jumps`): direction 0's upper and lower curves on the grid h, then (JUMP_HALVINGS) the lower
@@ -727,7 +758,8 @@ def _by_jumps(
     The other directions' upper ends come from the usual composition (their far tails are light):
     the answer's upper end is the largest. Any failure (a window beyond the grid limit) keeps [lo, up].
     ``check``: first ask :func:`_jumps_carry` whether the split can help (off: the tests exercise the
-    route itself). ``h_up`` (at most h): the upper curve (and the other directions') on that grid instead
+    route itself). ``halvings``: of the lower end's grid (default JUMP_HALVINGS). ``h_up`` (at most h):
+    the upper curve (and the other directions') on that grid instead
     (the usual upper end's grid, where the split starts on a coarser one: a bracket from the usual
     route is otherwise not improved on)."""
     ((m, t),) = mechs
@@ -745,7 +777,7 @@ def _by_jumps(
             return lo, up
         guess = 0.5 * (lo + up)
         ups = [jumps.terms(sp, delta, guess, True, ext)]
-        for _ in range(JUMP_HALVINGS + 1):
+        for _ in range((JUMP_HALVINGS if halvings is None else halvings) + 1):
             st = _discretise_one(m[0], h, "lower", tail, WIDEST_BIN, 0.0, width, t)
             low = jumps.terms(jumps.split(st, t, delta), delta, guess, False, ext)
             new_lo, new_up = jumps.epsilon_bounds(ups, low, delta, lo, up)
@@ -908,10 +940,11 @@ def _once(
     them, they are the answer's lower end and the engine's own is not
     computed; otherwise the engine proceeds as without them.
 
-    ``jumps_first`` (the first answer of :func:`_epsilon`): where the first lower end needed every stage
-    in long double and the far-tail steps carry δ above it (:func:`_jumps_ahead`), the upper end is
-    composed JUMPS_BRACKET times coarser and returned without refinement, marked as missing the width,
-    for the split (:func:`_by_jumps`) on the starting grid (``h_start`` of the answer).
+    ``jumps_first`` (the first answer of :func:`_epsilon`): where the compositions so far needed every
+    stage in long double and the far-tail steps carry δ above the first lower end (:func:`_jumps_ahead`),
+    the upper end is composed on a grid JUMPS_BRACKET times the lower end's and returned without
+    refinement, marked as the split's bracket (``bracket``, missing the width), for the split
+    (:func:`_by_jumps`) on the starting grid (``h_start`` of the answer).
     """
     delta = np.atleast_1d(np.asarray(delta, float))  # (its range is checked by epsilon)
     ladder: dict = {}  # each direction's tails on the ladder, and its estimate, for the choices below
@@ -975,6 +1008,8 @@ def _once(
             h_lo *= 2
     else:  # pragma: no cover - a grid of 2^60 h always fits
         raise MemoryError("no PLD grid fits")
+    if h_start > 0:
+        h_start = h_lo  # (doubled where the starting grid did not fit: the split would not fit it either)
 
     def cut():
         return np.nanmax(lo_dir, axis=0)
@@ -993,12 +1028,14 @@ def _once(
     # fine side, corrected by doubling where it does not fit.)
     h_fit = _pow2_at_most(max(span, 0.0) / MAX_GRID) / 2
     h_up = min(max(finest, h_fit), h_lo)
-    # Where the lower end needed every stage in long double and the far-tail steps carry δ above it,
-    # the split (:func:`_by_jumps`, called by _epsilon on the starting grid) narrows both ends: halving
+    # Where this answer's compositions so far (the lower end's; with a lower hint, the upper ends
+    # first) needed every stage in long double and the far-tail steps carry δ above the lower end, the
+    # split (:func:`_by_jumps`, called by _epsilon on the starting grid) narrows both ends: halving
     # these grids would take several long-double compositions of millions of points, each moving the
     # ends a little. The upper end here is then only the split's bracket: on a grid JUMPS_BRACKET
-    # times coarser (any grid is sound). (Where the compositions stay in double the usual route is the
-    # faster: q = 1e-4, σ = 0.5, 10⁴ steps, δ = 1e-8 takes 0.15 s, the split's long-double terms 1.3.)
+    # times the lower end's (any grid is sound); where the split does not settle it, _epsilon refines
+    # as without it. (Where the compositions stay in double the usual route is the faster: q = 1e-4,
+    # σ = 0.5, 10⁴ steps, δ = 1e-8 takes 0.15 s, the split's long-double terms 1.3.)
     ahead = (
         jumps_first
         and h_start > 0
@@ -1053,7 +1090,7 @@ def _once(
         h_up_f = float(min(h_dir[k] for k in dominant()))
         up = _claimed_upper(mechs, delta, up_dir)
         lo, up = consistent(np.maximum(np.nanmax(lo_dir, axis=0), 0.0), up)
-        return Answer(lo, up, h_up_f, h_lo, np.zeros(delta.shape, dtype=bool), h_start)
+        return Answer(lo, up, h_up_f, h_lo, np.zeros(delta.shape, dtype=bool), h_start, bracket=True)
     # A side not yet refined goes first — except an upper end that started on the finer grid: its
     # next halving is expected to move it by about 3/4 of its error there, which is at most
     # (h_up/h_lo)² of the first gap if connect-the-dots error (second order) made all of it.
