@@ -5,6 +5,7 @@
     python benchmarks/coverage.py --cases 0:20    # a slice
     python benchmarks/coverage.py --timeout 60    # seconds allowed a peer per case (default 120)
     python benchmarks/coverage.py --small-q       # the small-q, tiny-δ cases below instead of the box
+    python benchmarks/coverage.py --random 40 --seed 11   # random points of the box instead (T <= 10⁵)
 
 The box of issue 11: q ∈ [1e-6, 1], σ ∈ [0.3, 100], T ∈ [1, 10⁷], δ ∈ [1e-12, 0.1]; a fixed set of
 64 points from a Halton sequence over log q, log σ, log T and log δ (T rounded to a whole number,
@@ -87,6 +88,24 @@ def box_cases(n: int = 64) -> list[tuple[float, float, int, float]]:
 
 
 CASES = box_cases() + ISSUE_CASES
+
+
+def random_cases(n: int, seed: int) -> list[tuple[float, float, int, float]]:
+    """n points drawn log-uniformly from the box (q in [1e-6, 1], σ in [0.3, 100], δ in [1e-12, 0.1]),
+    T log-uniform in [1, 10⁵] (longer runs make the peer slow): the fixed grid's ratios checked
+    between its points."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        q = 10 ** rng.uniform(-6, 0)
+        s = 10 ** rng.uniform(math.log10(0.3), 2)
+        t = int(round(10 ** rng.uniform(0, 5)))
+        d = 10 ** rng.uniform(-12, -1)
+        out.append((float(f"{q:.3g}"), float(f"{s:.3g}"), max(t, 1), float(f"{d:.2g}")))
+    return out
+
 
 #: Cases found after the grid above was fixed, between its points (``--small-q``): small q and σ, few
 #: to many steps, δ <= 1e-11 — where the far-tail steps carry δ and every composition runs in long
@@ -173,8 +192,13 @@ def main() -> None:
     ap.add_argument("--no-prv", action="store_true", help="skip prv-accountant")
     ap.add_argument("--json", default=None, help="also write the per-case results to this file")
     ap.add_argument("--small-q", action="store_true", help="run SMALL_Q_CASES instead of the box")
+    ap.add_argument("--random", type=int, default=0, help="run this many random points of the box instead")
+    ap.add_argument("--seed", type=int, default=11, help="the random points' seed (with --random)")
     args = ap.parse_args()
-    cases = list(enumerate(SMALL_Q_CASES if args.small_q else CASES))
+    if args.random:
+        cases = list(enumerate(random_cases(args.random, args.seed)))
+    else:
+        cases = list(enumerate(SMALL_Q_CASES if args.small_q else CASES))
     if args.cases:
         a, b = (int(x) if x else None for x in args.cases.split(":"))
         cases = cases[a:b]
