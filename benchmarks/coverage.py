@@ -67,17 +67,20 @@ def _halton(i: int, base: int) -> float:
     return r
 
 
+def _box_point(u, t_decades: float = 7.0) -> tuple[float, float, int, float]:
+    """The box's point at unit coordinates u (4 numbers in [0, 1)), log-uniform in q, σ, T (up to
+    10^t_decades steps) and δ, rounded to the digits printed."""
+    q = 10 ** (-6 + 6 * u[0])
+    s = 10 ** (math.log10(0.3) + (2 - math.log10(0.3)) * u[1])
+    t = int(round(10 ** (t_decades * u[2])))
+    d = 10 ** (-12 + 11 * u[3])
+    return (float(f"{q:.3g}"), float(f"{s:.3g}"), max(t, 1), float(f"{d:.2g}"))
+
+
 def box_cases(n: int = 64) -> list[tuple[float, float, int, float]]:
     """n points of the box from a Halton sequence (bases 2, 3, 5, 7) in log coordinates; the first
     few are the box's corners in T and q (1 and 10⁷ steps, q = 1e-6 and 1)."""
-    out = []
-    for i in range(1, n + 1):
-        u = [_halton(i, b) for b in (2, 3, 5, 7)]
-        q = 10 ** (-6 + 6 * u[0])
-        s = 10 ** (math.log10(0.3) + (2 - math.log10(0.3)) * u[1])
-        t = int(round(10 ** (7 * u[2])))
-        d = 10 ** (-12 + 11 * u[3])
-        out.append((float(f"{q:.3g}"), float(f"{s:.3g}"), max(t, 1), float(f"{d:.2g}")))
+    out = [_box_point([_halton(i, b) for b in (2, 3, 5, 7)]) for i in range(1, n + 1)]
     corners = [
         (1.0, 0.5, 10_000_000, 1e-6),
         (1e-6, 0.3, 10_000_000, 1e-12),
@@ -97,14 +100,7 @@ def random_cases(n: int, seed: int) -> list[tuple[float, float, int, float]]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n):
-        q = 10 ** rng.uniform(-6, 0)
-        s = 10 ** rng.uniform(math.log10(0.3), 2)
-        t = int(round(10 ** rng.uniform(0, 5)))
-        d = 10 ** rng.uniform(-12, -1)
-        out.append((float(f"{q:.3g}"), float(f"{s:.3g}"), max(t, 1), float(f"{d:.2g}")))
-    return out
+    return [_box_point(rng.random(4), t_decades=5.0) for _ in range(n)]
 
 
 #: Cases found after the grid above was fixed, between its points (``--small-q``): small q and σ, few
