@@ -44,6 +44,8 @@ import subprocess
 import sys
 import textwrap
 
+from machine import describe
+
 ISSUE_CASES = [  # (q, σ, T, δ): the examples of issue 11
     (1.0, 1.0, 1000, 1e-12),
     (0.163, 0.8, 100000, 1e-5),
@@ -199,6 +201,7 @@ def main() -> None:
         a, b = (int(x) if x else None for x in args.cases.split(":"))
         cases = cases[a:b]
     print(textwrap.dedent(__doc__).split("\n\n")[1].strip())
+    print(describe())
     print(
         f"\n{'#':>3} {'q':>8} {'σ':>6} {'T':>8} {'δ':>7} | {'dpcalc [lower, upper]':>31} {'width':>8} {'ok':>3} "
         f"{'s':>6} {'MiB':>5} | {'dp-acc 1e-4':>12} {'s':>7} {'×':>7} {'verdict':>7} | {'prv [lower, upper]':>25} "

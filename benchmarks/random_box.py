@@ -47,6 +47,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from machine import describe
 
 
 def epsilon_from_pmf(pmf, delta: float) -> float:
@@ -101,6 +102,7 @@ def main() -> None:
     from dpcalc.core import sgd
 
     keep_freed_memory()
+    print(describe())
     rng = np.random.default_rng(args.seed)
     counts = {"points": 0, "WIDE": 0, "LOWER>pess": 0, "UPPER<opt": 0, "LOWER>rdp": 0, "PEER-SPLIT": 0, "FALSE": 0}
     if args.two_steps:

@@ -25,6 +25,8 @@ import sys
 import time
 import warnings
 
+from machine import describe
+
 warnings.simplefilter("ignore")
 
 CASES = [  # (q, σ, T, δ)
@@ -155,6 +157,7 @@ def main() -> None:
     from dpcalc._alloc import keep_freed_memory
 
     kept = keep_freed_memory()
+    print(describe())
     print(f"Allocator: freed large arrays kept in the heap for every tool: {'yes' if kept else 'no (not glibc)'}.")
     warm_up(use_prv)
 
