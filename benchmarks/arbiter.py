@@ -87,7 +87,7 @@ def _step(q: float, s: float, h: float, direction: str):
         up[0] += below
     else:
         low[-1] += beyond  # (dominated: the mass above the last node is at least there)
-    return g, up, low, (beyond if direction == "remove" else 0.0)
+    return g, up, low, beyond
 
 
 def _delta(g, pmf, p_inf, steps: int, eps: np.ndarray, h: float) -> np.ndarray:

@@ -608,8 +608,12 @@ def _epsilon(
     δ, the split on the finest grid, and the blocks. Every stage's certified interval is intersected
     with the ones before (each end is a bound: the larger lower end and the smaller upper end are both
     bounds)."""
+
+    def missing(ans):  # rows whose certified interval missed the width
+        return ~ans.met & np.isfinite(ans.lower) & np.isfinite(ans.upper)
+
     a = _once(mechs, delta, rel, abs_, h0, upper_only, fine_upper, lower_hint, jumps_first=True)
-    miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+    miss = missing(a)
     if upper_only or h0 is not None or not (miss.any() or a.bracket):
         return a
     if _jumps_apply(mechs) and a.h_start > 0 and miss.any():
@@ -633,7 +637,7 @@ def _epsilon(
             )
         lo, up = consistent(lo, up)
         a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start, a.bracket)
-        miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+        miss = missing(a)
     if a.bracket and not np.all(a.met):
         # The split did not settle the bracket (or a row's bracket has no finite end): the usual
         # refinements, as without it, intersected with what the split found.
@@ -644,7 +648,7 @@ def _epsilon(
         if c is not None:
             lo, up = consistent(np.fmax(a.lower, c.lower), np.fmin(a.upper, c.upper))
             a = Answer(lo, up, c.h_upper, c.h_lower, within(lo, up, rel, abs_), a.h_start)
-            miss = ~a.met & np.isfinite(a.lower) & np.isfinite(a.upper)
+            miss = missing(a)
     if not miss.any():
         return a
     hint = None if lower_hint is None else np.broadcast_to(np.asarray(lower_hint, float), delta.shape)[miss]
