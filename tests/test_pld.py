@@ -743,6 +743,20 @@ def test_suffix_sums_and_reads_meet_their_error_bounds():
         assert lo <= direct <= up and mid == pytest.approx(direct, rel=1e-10)
 
 
+def test_suffix_sums_read_in_long_runs_are_the_same_values():
+    # A read touching many blocks forms their rows at once (a lower read's scan); the values are those
+    # of the rows formed one at a time, and of every suffix sum formed at once, bit for bit.
+    rng = np.random.default_rng(3)
+    for n, rate in [(5000, 1e-3), (100_000, 0.05), (100_000, 3.0)]:
+        x = rng.random(n) * np.exp(-rng.random(n) * 50)
+        whole = Qy.GeomSuffix(x, rate).all()
+        idx = np.arange(n // 3, n // 3 + min(40_000, n // 2))
+        at_once = Qy.GeomSuffix(x, rate)[idx]
+        one_by_one = Qy.GeomSuffix(x, rate)
+        singly = np.concatenate([one_by_one[idx[i : i + 100]] for i in range(0, idx.size, 100)])
+        assert np.array_equal(at_once, whole[idx]) and np.array_equal(singly, whole[idx])
+
+
 @pytest.mark.parametrize("q, s, t, d", [(0.01, 1.0, 1000, 1e-6), (0.3, 2.0, 50, 1e-8), (4096 / 1e6, 0.8, 2442, 1e-7)])
 def test_upper_end_off_the_fine_grid_is_sound_and_meets_the_width(q, s, t, d):
     """fine_upper=False (dominating constructions): the upper end starts on the lower end's grid and is

@@ -34,6 +34,10 @@ __all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at", "che
 _U = float(np.finfo(float).eps)
 
 
+#: Reads touching more blocks than this form their rows at once (:meth:`GeomSuffix.__getitem__`).
+ROWS_AT_ONCE = 8
+
+
 class GeomSuffix:
     """S_i = Σ_{j>=i} x_j e^{−rate·(j−i)} for x >= 0 and rate >= 0, read at the indices asked for, and a
     bound ``rel`` on its relative error.
@@ -99,6 +103,13 @@ class GeomSuffix:
             rows[np.arange(self.b)[None, :] < off[:, None]] = 0.0
             with np.errstate(under="ignore"):
                 out = rows.sum(axis=1) * self.up[off] + self.nxt[blk] * self.carry[off]
+        elif ublk.size > ROWS_AT_ONCE:
+            # A long run of points (a lower read's scan): the rows it touches at once, by the same
+            # operations as :meth:`_row` (so the same values), not kept.
+            with np.errstate(under="ignore"):
+                C = np.cumsum((self.X[ublk] * self.down)[:, ::-1], axis=1)[:, ::-1]
+                rows = C * self.up + self.nxt[ublk][:, None] * self.carry
+            out = rows[np.searchsorted(ublk, blk), off]
         else:
             out = np.empty(flat.shape)
             for q in ublk:
@@ -322,6 +333,11 @@ def _first_at_most(reader: Reader, log_target: float, sign: float, lo: int, hi: 
     return b
 
 
+#: A lower read scans back for the last point where its curve is above δ in blocks of SCAN_FIRST
+#: points, doubling to SCAN_MOST (the last such point is the same whatever the blocks).
+SCAN_FIRST = 256
+SCAN_MOST = 1 << 16
+
 #: Above this many levels δ in one read, the curves are evaluated at every grid point once and each δ
 #: is answered from them (:func:`_epsilon_at_many`); below it, by a search per δ.
 MANY = 16
@@ -383,14 +399,16 @@ def epsilon_at(cp: Composed, delta, sign: float, floor=0.0, reader: Reader | Non
             # *last* such point. It lies before the first point where the curve without allowances
             # (monotone, and above the lower curve) is at most δ: search backwards from there.
             j = _first_at_most(r, lt, 0.0, lo_j, r.n + 1)
+            # Blocks double from SCAN_FIRST points (to SCAN_MOST): a read whose lower curve is nowhere
+            # above δ scans the window in O(log n) passes, not n/256.
             j_last = -1
-            end = j
+            end, size = j, SCAN_FIRST
             while end > lo_j and j_last < 0:
-                block = np.arange(max(end - 256, lo_j), end)
+                block = np.arange(max(end - size, lo_j), end)
                 vals = r.log_delta(block, r.loss(block - 1), -1.0)
                 over = np.flatnonzero(vals > lt)
                 j_last = int(block[over[-1]]) if over.size else -1
-                end = int(block[0])
+                end, size = int(block[0]), min(2 * size, SCAN_MOST)
             if j_last < 0:
                 if at(floor)[0] <= lt:
                     out[k] = no_claim
@@ -468,14 +486,14 @@ def _epsilon_at_many(cp: Composed, delta: np.ndarray, sign: float, floor: np.nda
     low = curve(-1.0)
     j_last = np.full(delta.shape, -1, dtype=np.int64)
     for k in range(delta.size):
-        end, start = int(j[k]), int(lo_j[k])
+        end, start, size = int(j[k]), int(lo_j[k]), SCAN_FIRST
         while end > start:
-            a = max(end - 256, start)
+            a = max(end - size, start)
             over = np.flatnonzero(low[a - lo0 : end - lo0] > lt[k])
             if over.size:
                 j_last[k] = a + int(over[-1])
                 break
-            end = a
+            end, size = a, min(2 * size, SCAN_MOST)
     none = j_last < 0
     best = np.where(none, floor, r.loss(np.maximum(j_last, 1) - 1))
     seg = np.where(j_last >= lo_j, j_last, i_floor)
