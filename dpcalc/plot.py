@@ -99,7 +99,7 @@ _CONVERT = Curves(
     ),
     generated=("alpha", "fpr", "delta"),
 )
-_PLD = {"pld-bracket": "pld", "privacy-profile": "pld", "gdp": "pld", "total-variation": "pld"}
+_PLD = {"pld-bracket": "pld", "privacy-profile": "pld", "gdp": "pld", "total-variation": "pld", "rare-steps": "pld"}
 _SGD_INPUTS = ("target_epsilon", "delta", "noise_multiplier", "epochs", "steps", "batch_size", "rate", "dataset_size")
 
 

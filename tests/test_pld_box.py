@@ -86,7 +86,8 @@ def _two_steps_hold(q, s, d, dps=20, step=4, span=40):
     upper end's δ at most δ, the lower end's (where above 0) at least δ. Returns the lower end."""
     r = sgd.tight_interval(q, s, 2, d)
     lo, up = float(r.lower[0]), float(r.upper[0])
-    assert r.method[0] == "pld" and r.met[0]
+    # (Past the box's edges a few rows are answered by one step's exact curve, method rare-steps.)
+    assert r.method[0] in ("pld", "rare-steps") and r.met[0]
     with mp.workdps(dps):
         assert delta_two_steps(q, s, up, step=step, span=span) <= d, (q, s, d, up)
         if lo > 0:

@@ -363,7 +363,8 @@ def gaussian(
         + [
             "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
             "(pld, or the exact routes: gdp for q = 1, privacy-profile for T = 1, total-variation where ε = 0)."
-        ],
+        ]
+        + ([sgd.RARE_NOTE] if any(r_.get("method") == "rare-steps" for r_ in rows) else []),
         tail=tail,
     )
 

@@ -450,6 +450,8 @@ def plan_sgd(
             "privacy-profile: one step, its exact δ(ε); total-variation: δ is at least the steps' total variation "
             "distance, so ε = 0)."
         )
+        if any(r.get("method") == "rare-steps" for r in rows):
+            notes.append(sgd.RARE_NOTE)
     if "gdp-clt" in engines:
         shown = [e for e in engines if e != "gdp-clt" and np.isfinite(np.asarray(by_engine[e][0], float)).any()]
         warnings.append(

@@ -106,6 +106,13 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
     return eps
 
 
+#: The note a command adds where a row's method is ``rare-steps``.
+RARE_NOTE = (
+    "rare-steps: a few steps whose single rare large losses carry δ (tiny q and σ, tiny δ), bounded through one "
+    "step's exact δ(ε): δ_T(ε) lies between T·(1 − ι)^(T−1)·δ₁(ε + (T − 1)·log(1/(1 − q))) and "
+    "T·δ₁(ε − (T − 1)·a) plus a bound on the paths with two or more such steps."
+)
+
 #: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists;
 #: ``pld-bracket`` is a row of an ε curve between two composed step counts (:func:`tight_curve`).
 TIGHT_METHODS = {
@@ -114,6 +121,7 @@ TIGHT_METHODS = {
     "privacy-profile": "exact",
     "total-variation": "exact",
     "pld-bracket": "upper",
+    "rare-steps": "upper",
 }
 
 
@@ -133,9 +141,11 @@ class Tight:
     μ-GDP with μ = √T/σ), ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
     subsampled Gaussian), ``total-variation`` where δ is at least a bound on the total variation
     distance of the T steps (ε = 0 exactly, no composition needed; Poisson sampling, and without
-    replacement by the coupling bound), ``pld``
-    otherwise; ``bound`` is ``exact`` for those three (the interval is round-off wide, or [0, 0])
-    and ``upper`` for PLD. ``met`` says whether the width asked for was reached.
+    replacement by the coupling bound), ``rare-steps`` for a few Poisson steps whose rare large
+    losses carry δ (bounded through one step's exact curve, :mod:`.pld.rare`), ``pld``
+    otherwise; ``bound`` is ``exact`` for gdp, privacy-profile and total-variation (the interval is
+    round-off wide, or [0, 0]) and ``upper`` for the others (an interval). ``met`` says whether the
+    width asked for was reached.
     """
 
     lower: np.ndarray
@@ -188,8 +198,30 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         from .pld.engine import ABS_WIDTH, REL_WIDTH, within
 
         met[closed] = within(lo[closed], up[closed], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH))
+    # A few Poisson steps whose rare large losses carry δ (tiny q and σ, tiny δ): one step's exact curve
+    # bounds them (:mod:`.pld.rare`), in milliseconds where the PLD grids take seconds or go wide.
+    rare_lo = rare_up = None
+    few = np.zeros(n, dtype=bool)
+    if sampling == "poisson":
+        from .pld import rare
+
+        few = ~full & ~one & ~zero & (steps >= 2) & (steps <= rare.MAX_STEPS) & (q < 1.0)
+    if few.any():
+        from .pld.engine import ABS_WIDTH, REL_WIDTH
+
+        rows = np.flatnonzero(few)
+        r_lo, r_up, r_ok = rare.interval(
+            q[rows], sigma[rows], steps[rows], delta[rows], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+        )
+        rare_lo, rare_up = np.full(n, np.nan), np.full(n, np.nan)
+        rare_lo[rows], rare_up[rows] = r_lo, r_up
+        took = rows[r_ok]
+        lo[took], up[took], met[took] = (0.0 if upper_only else rare_lo[took]), rare_up[took], True
+        method[took] = "rare-steps"
+        few[:] = False
+        few[took] = True
     groups: dict = {}
-    for i in np.flatnonzero(~full & ~one & ~zero):
+    for i in np.flatnonzero(~full & ~one & ~zero & ~few):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
     def answer(key, rows):
@@ -233,6 +265,14 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
             settle(key, ok[np.argsort(delta[ok], kind="stable")])
     if sampling != "poisson" and not upper_only:
         lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one & ~zero, kw)
+    if rare_up is not None:
+        # Where PLD missed the width (or could not answer) and the route's interval, also wider than
+        # asked, is narrower: the route's.
+        with np.errstate(invalid="ignore"):
+            better = np.isfinite(rare_up) & (method != "rare-steps") & ~met
+            better &= ~(up - lo <= rare_up - rare_lo)
+        lo[better], up[better] = (0.0 if upper_only else rare_lo[better]), rare_up[better]
+        method[better] = "rare-steps"
     bad = ~(np.isfinite(lo) & np.isfinite(up))
     lo[bad] = up[bad] = np.nan
     met[bad] = False

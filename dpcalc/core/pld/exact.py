@@ -53,7 +53,13 @@ import numpy as np
 from .. import _fp, _normal
 from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
-__all__ = ["gaussian_interval", "gaussian_mu", "subsampled_step_interval", "total_variation_upper"]
+__all__ = [
+    "gaussian_interval",
+    "gaussian_mu",
+    "remove_step_interval",
+    "subsampled_step_interval",
+    "total_variation_upper",
+]
 
 _U = float(np.finfo(float).eps)
 
@@ -351,11 +357,12 @@ def _step_guess(mu: float, q: float, log_d: float, add: bool) -> float:
     return _root_cheap(f, mu * mu / 2 + mu * math.sqrt(-2.0 * min(log_d - (0.0 if add else lq), -1e-300)))
 
 
-def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
+def subsampled_step_interval(q, sigma, delta, directions: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Certified [lower, upper] of ε(δ) for one Poisson-subsampled Gaussian step (rate q, noise
-    multiplier σ, add/remove neighbours) — also one step sampled without replacement (substitution)."""
+    multiplier σ, add/remove neighbours) — also one step sampled without replacement (substitution).
+    (``directions``: the remove direction's ends alone, for q < 1; see :func:`remove_step_interval`.)"""
     q, sigma, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(q, sigma, delta))
-    if np.any(q >= 1):
+    if np.any(q >= 1) and not directions:
         # q = 1 is one Gaussian step, exactly: its own curve (the add direction's ε = −log1p(q·expm1(−x))
         # cancels there, 1 + (e^{−x} − 1) formed in doubles).
         full = q >= 1
@@ -423,6 +430,19 @@ def subsampled_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
     sub = np.nextafter(0.0, 1.0)
     up_rm = np.where(up_r > 0, np.maximum(_round(r_up, rel_up + 4 * _U, True), sub), 0.0)
     up_ad = np.where(up_a > 0, np.maximum(_round(_add_eps(q, up_a), 8 * _U, True), sub), 0.0)
+    lo_rm = _round(r_lo, rel_lo + 4 * _U, False)
+    if directions:
+        return lo_rm, up_rm
     eps_up = np.maximum(up_rm, up_ad)
-    eps_lo = np.maximum(_round(r_lo, rel_lo + 4 * _U, False), _round(_add_eps(q, lo_a), 8 * _U, False))
+    eps_lo = np.maximum(lo_rm, _round(_add_eps(q, lo_a), 8 * _U, False))
     return np.minimum(eps_lo, eps_up), eps_up
+
+
+def remove_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
+    """Certified [lower, upper] of ε(δ) for the *remove* direction alone of one Poisson-subsampled
+    Gaussian step (q < 1): δ_r(upper) <= δ and δ_r(lower) > δ where lower > 0 (0: no claim)."""
+    q, sigma, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(q, sigma, delta))
+    if np.any(q >= 1):
+        raise ValueError("remove_step_interval is for q < 1")
+    lo, up = subsampled_step_interval(q, sigma, delta, directions=True)
+    return np.minimum(lo, up), up
