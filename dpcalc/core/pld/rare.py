@@ -93,7 +93,8 @@ def _log_loss_sf(q: float, sigma: float, ell: np.ndarray, up: bool = True) -> np
         x = x - 1e-12 * (1.0 + np.abs(x)) if up else x + 1e-12 * (1.0 + np.abs(x))  # the tail's safe side
         out = np.logaddexp(math.log1p(-q) + _log_sf(x / sigma, up), math.log(q) + _log_sf((x - 1.0) / sigma, up))
     m = _MARGIN * (1.0 + np.abs(out))
-    return np.where(ell > 0, out + m if up else out - m, 0.0)
+    # (Called with ℓ > 0 only; at ℓ <= 0 the trivial bounds log 1 and log 0.)
+    return np.where(ell > 0, out + m if up else out - m, 0.0 if up else -np.inf)
 
 
 def _rest_up(q: float, sigma: float, t: int, a: float, eps: float) -> float:
@@ -199,9 +200,12 @@ def _one(q: float, s: float, t: int, d: float, rel: float, abs_: float):
         return None
     d_star = d / t / (1.0 - share) * (1.0 + 16 * _U)
     e1 = float(exact.remove_step_interval(q, s, d_star)[0][0]) if d_star < 1 else 0.0
+    # ε'' = (the lower end) + (T − 1)c lies in [x₀, e1] wherever the lower end is at least x₀ (so ι'' <= ι₀).
     eps_lo = 0.0
-    if e1 >= x0 and e1 > (t - 1) * c_up:
+    if e1 > (t - 1) * c_up:
         eps_lo = (e1 - (t - 1) * c_up) * (1.0 - 8 * _U)
+        if not eps_lo >= x0:
+            eps_lo = 0.0
     # Upper end, per edge a: θ = R(ε₀)/δ at the first ε₀ = ε₁⁺(δ/T) + (T − 1)a (R falls as ε rises, and
     # is checked again where the upper end lands); the smallest upper end over the edges.
     best = math.inf
