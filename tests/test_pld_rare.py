@@ -107,3 +107,20 @@ def test_the_several_tail_steps_bound_is_above_a_part_of_them():
         )
         assert r >= part
     assert r < 1
+
+
+def test_a_search_takes_the_route_and_solves_in_the_corner():
+    # The quick upper end of a search (upper_only) comes from the route where it answers, and plan-sgd's
+    # inverse solve for σ walks it (each step of the search milliseconds, not the grids' tens of seconds).
+    r = sgd.tight_interval(1e-9, 0.2, 3, 1e-20, upper_only=True)
+    assert r.method[0] == "rare-steps" and r.lower[0] == 0 and 25.4716 < r.upper[0] < 25.4718
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    args = "plan-sgd --rate 1e-9 --steps 3 --delta 1e-20 --target-epsilon 25 --json".split()
+    (row,) = json.loads(CliRunner().invoke(cli, args).stdout)["rows"]
+    assert row["method"] == "rare-steps" and row["found"] and 0.2 < row["noise_multiplier"] < 0.203
+    assert row["epsilon"] <= 25

@@ -267,10 +267,13 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one & ~zero, kw)
     if rare_up is not None:
         # Where PLD missed the width (or could not answer) and the route's interval, also wider than
-        # asked, is narrower: the route's.
+        # asked, is narrower: the route's. (A search's quick upper end: wherever the route's is smaller.)
         with np.errstate(invalid="ignore"):
-            better = np.isfinite(rare_up) & (method != "rare-steps") & ~met
-            better &= ~(up - lo <= rare_up - rare_lo)
+            better = np.isfinite(rare_up) & (method != "rare-steps")
+            if upper_only:
+                better &= ~(up <= rare_up)
+            else:
+                better &= ~met & ~(up - lo <= rare_up - rare_lo)
         lo[better], up[better] = (0.0 if upper_only else rare_lo[better]), rare_up[better]
         method[better] = "rare-steps"
     bad = ~(np.isfinite(lo) & np.isfinite(up))
