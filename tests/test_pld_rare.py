@@ -124,3 +124,26 @@ def test_a_search_takes_the_route_and_solves_in_the_corner():
     (row,) = json.loads(CliRunner().invoke(cli, args).stdout)["rows"]
     assert row["method"] == "rare-steps" and row["found"] and 0.2 < row["noise_multiplier"] < 0.203
     assert row["epsilon"] <= 25
+
+
+def test_sums_on_the_geometric_grid_land_where_a_search_puts_them():
+    # The convolution by diagonals (and prefix sums past where off reaches 1) gives every grid point the
+    # mass a direct search puts there: each pair's sum on the first grid point at or above it.
+    rng = np.random.default_rng(0)
+    u = float(np.finfo(float).eps)
+    for n, a in [(50, 1e-3), (400, 1e-7), (1200, 3e-9)]:
+        g = a * rare.GRID_RATIO ** np.arange(n + 1, dtype=float)
+        dist = rng.random(n + 2) * np.exp(-rng.random(n + 2) * 30)
+        m = rng.random(n + 2) * np.exp(-rng.random(n + 2) * 30)
+        pts = np.concatenate([g, [np.inf]])
+        with np.errstate(invalid="ignore"):
+            tot = (pts[:, None] + pts[None, :]) * (1 + 4 * u)
+            idx = np.minimum(np.searchsorted(g, tot.ravel(), side="left").reshape(tot.shape), n + 1)
+        ref = np.bincount(idx.ravel(), weights=np.outer(dist, m).ravel(), minlength=n + 2)
+        got = rare._convolve_up(dist, m, rare._offsets(n))
+        assert np.allclose(got, ref, rtol=1e-12, atol=0)
+        # every point's sum lands at or above it
+        off = rare._offsets(n)
+        for d in sorted({0, 1, 7, min(100, n), n // 2}):
+            i = np.arange(d, n + 1 - off[d])
+            assert np.all(g[i + off[d]] >= (g[i] + g[i - d]) * (1 + 4 * u))

@@ -115,17 +115,13 @@ def _rest_up(q: float, sigma: float, t: int, a: float, eps: float) -> float:
     m = np.zeros(n + 2)
     m[1 : n + 1] = np.maximum(s_up[:-1] - s_lo[1:], 0.0)
     m[n + 1] = s_up[-1]
-    # Where a sum of two grid points lands: the first grid point at or above it (+∞ past g_N).
     pts = np.concatenate([g, [np.inf]])
-    with np.errstate(invalid="ignore"):
-        tot = (pts[:, None] + pts[None, :]) * (1.0 + 4 * _U)
-        idx = np.searchsorted(g, tot.ravel(), side="left").reshape(tot.shape)  # g[idx] >= tot, or n + 1
-    idx = np.minimum(idx, n + 1)
+    off = _offsets(n)
     kmax = min(t, JUMP_TERMS)
     rest = 0.0
     dist = m
     for k in range(2, kmax + 1):
-        dist = np.bincount(idx.ravel(), weights=np.outer(dist, m).ravel(), minlength=n + 2)
+        dist = _convolve_up(dist, m, off)
         y = (eps - (t - k) * a) * (1.0 - 8 * _U)
         over = float(np.sum(dist[np.flatnonzero(pts > y)]))
         # (Products below the smallest double are lost: at most (n + 2)^2 of them per stage.)
@@ -137,6 +133,45 @@ def _rest_up(q: float, sigma: float, t: int, a: float, eps: float) -> float:
             return math.inf
         rest += x ** (kmax + 1) / math.factorial(kmax + 1) / (1.0 - x / (kmax + 2)) * (1.0 + 1e-12)
     return rest * (1.0 + 1e-9)
+
+
+def _offsets(n: int) -> np.ndarray:
+    """off[d] for d = 0..n: the grid points a·r^i and a·r^{i−d} sum to at most the point i + off[d]
+    (r = GRID_RATIO; r^off >= (1 + r^{−d})·(1 + 1e-12), which covers the grid's own rounding, a few
+    ulps of a·r^i). 1 from about d = log(1/(r − 1))/log r on."""
+    r = GRID_RATIO
+    d = np.arange(n + 1, dtype=float)
+    need = np.log1p(r**-d) + 1e-12
+    off = np.ceil(need / math.log(r)).astype(np.int64)
+    short = r ** off.astype(float) < (1.0 + r**-d) * (1.0 + 1e-12)  # (the ceiling's own rounding)
+    return np.maximum(off + short, 1)
+
+
+def _convolve_up(dist: np.ndarray, m: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """The law of the sum of two independent losses on the grid (points 0..N, then +∞ at N + 1), each sum
+    put on the first grid point at or above it (:func:`_offsets`; +∞ past g_N): the pair (i, i − d) lands
+    on i + off[d]. Pairs further apart than where off reaches 1 land on i + 1, summed by prefix sums."""
+    n = dist.size - 2
+    out = np.zeros(n + 2)
+    f, w = dist[: n + 1], m[: n + 1]
+    far = int(np.argmax(off == 1)) if np.any(off == 1) else n + 1
+    with np.errstate(under="ignore"):
+        for d in range(min(far, n + 1)):
+            v = f[d:] * w[: n + 1 - d]  # pairs (i, i − d), i = d..N
+            if d:
+                v += f[: n + 1 - d] * w[d:]
+            start = d + int(off[d])  # where i = d lands; those with i + off[d] > N go to +∞
+            cnt = max(n + 1 - start, 0)
+            out[start : start + cnt] += v[:cnt]
+            out[n + 1] += v[cnt:].sum()
+        if far <= n:
+            # d >= far: off = 1, so pair (i, j), j <= i − far, lands on i + 1.
+            cw, cf = np.cumsum(w), np.cumsum(f)
+            v = f[far:] * cw[: n + 1 - far] + w[far:] * cf[: n + 1 - far]
+            out[far + 1 : n + 1] += v[:-1]
+            out[n + 1] += float(v[-1])
+        out[n + 1] += float(dist[n + 1] * np.sum(m)) + float(m[n + 1] * np.sum(dist[: n + 1]))
+    return out
 
 
 def _worth_trying(q: float, s: float, t: int, d: float, rel: float, abs_: float) -> bool:
