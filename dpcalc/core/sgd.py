@@ -193,35 +193,28 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     # The closed forms' intervals are round-off wide, which is narrow except at absurd noise (σ below
     # about 1e-7, ε near 1e13, where the error bounds grow like ε): there the row says it is wider
     # than asked, and is labelled an interval ("upper"), not "exact".
+    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
+
+    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
     closed = full | one
     if closed.any():
-        from .pld.engine import ABS_WIDTH, REL_WIDTH, within
-
-        met[closed] = within(lo[closed], up[closed], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH))
+        met[closed] = within(lo[closed], up[closed], rel, abs_)
     # A few Poisson steps whose rare large losses carry δ (tiny q and σ, tiny δ): one step's exact curve
     # bounds them (:mod:`.pld.rare`), in milliseconds where the PLD grids take seconds or go wide.
     rare_lo = rare_up = None
-    few = np.zeros(n, dtype=bool)
+    taken = np.zeros(n, dtype=bool)  # rows the route answered within the width
     if sampling == "poisson":
         from .pld import rare
 
-        few = ~full & ~one & ~zero & (steps >= 2) & (steps <= rare.MAX_STEPS) & (q < 1.0)
-    if few.any():
-        from .pld.engine import ABS_WIDTH, REL_WIDTH
-
-        rows = np.flatnonzero(few)
-        r_lo, r_up, r_ok = rare.interval(
-            q[rows], sigma[rows], steps[rows], delta[rows], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
-        )
-        rare_lo, rare_up = np.full(n, np.nan), np.full(n, np.nan)
-        rare_lo[rows], rare_up[rows] = r_lo, r_up
-        took = rows[r_ok]
-        lo[took], up[took], met[took] = (0.0 if upper_only else rare_lo[took]), rare_up[took], True
-        method[took] = "rare-steps"
-        few[:] = False
-        few[took] = True
+        rows = np.flatnonzero(~full & ~one & ~zero & (steps >= 2) & (steps <= rare.MAX_STEPS) & (q < 1.0))
+        if rows.size:
+            r_lo, r_up, taken[rows] = rare.interval(q[rows], sigma[rows], steps[rows], delta[rows], rel, abs_)
+            rare_lo, rare_up = np.full(n, np.nan), np.full(n, np.nan)
+            rare_lo[rows], rare_up[rows] = r_lo, r_up
+            lo[taken], up[taken], met[taken] = (0.0 if upper_only else rare_lo[taken]), rare_up[taken], True
+            method[taken] = "rare-steps"
     groups: dict = {}
-    for i in np.flatnonzero(~full & ~one & ~zero & ~few):
+    for i in np.flatnonzero(~full & ~one & ~zero & ~taken):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
     def answer(key, rows):
