@@ -337,9 +337,17 @@ def delta_from_curve(orders, rdp, epsilon):
     e = checked("epsilon", epsilon, low=0, low_open=False)
     a, r = np.broadcast_arrays(np.atleast_1d(a), np.atleast_1d(r))
     with np.errstate(all="ignore"):
-        log_d = (a - 1) * (r - e[..., None]) + (a - 1) * np.log1p(-1.0 / a) - np.log(a)
+        t1 = (a - 1) * (r - e[..., None])
+        t2 = (a - 1) * np.log1p(-1.0 / a)
+        t3 = np.log(a)
+        log_d = t1 + t2 - t3
+        # Rounded up past the error of these few operations (each a few ulps of the terms it combines, and
+        # exp's of its argument), as _eps_terms does for ε: the δ printed is an upper bound after rounding.
+        u = np.finfo(float).eps
+        log_d = log_d + 32 * u * (np.abs(t1) + (a - 1) * (np.abs(r) + np.abs(e[..., None])) + np.abs(t2) + np.abs(t3))
+        log_d = log_d + 4 * u * (np.abs(log_d) + 1.0)
     log_d = np.where(np.isnan(log_d), np.inf, log_d)
-    d = np.minimum(np.exp(np.min(log_d, axis=-1)), 1.0)
+    d = np.minimum(np.exp(np.min(log_d, axis=-1)) * (1 + 4 * np.finfo(float).eps), 1.0)
     return finish(d, scalar=np.ndim(d) == 0)
 
 
