@@ -253,3 +253,91 @@ def test_json_and_format_json_agree(extra):
 def test_format_default_is_still_the_table():
     r = run("calibrate gaussian --epsilon 1 --delta 1e-5")
     assert r.exit_code == 0 and r.stdout.startswith("calibrate gaussian") and "analytic-gaussian" in r.stdout
+
+
+# ---------------------------------------------------------------- 6. a document piped on counts each release once
+# (audit of the twenty-first session: a summary beside the composition, or one object per δ row, was composed
+# again downstream; amplify's --steps T piped one step on.)
+
+
+def _eps(args, input=None):
+    r = run(args + " --json", input)
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    doc = json.loads(r.stdout)
+    return doc, [row["epsilon"] for row in doc["rows"] if row.get("tightest", True)]
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "compose dp --release 0.5,1e-6,10 --release 1,0,2 --target-delta 1e-4",
+        "compose mixed --laplace 2,1,3 --delta 1e-4",
+        "compose gaussian --release 2,1,5 --release 3,1,2 --delta 1e-4",
+    ],
+)
+def test_a_composition_piped_into_compose_is_the_same_composition(first):
+    doc, direct = _eps(first)
+    assert len(doc["objects"]) == 1, doc["objects"]
+    _, again = _eps("compose --delta 1e-4", json.dumps(doc))
+    assert again[0] == pytest.approx(min(direct), rel=1e-3)
+
+
+def test_homogeneous_compose_dp_pipes_on_its_releases_once():
+    doc, _ = _eps("compose dp --epsilon 1 --delta 1e-6 --times 3")
+    assert len(doc["objects"]) == 1 and doc["objects"][0]["type"] == "composed"
+    _, again = _eps("compose --delta 1e-5", json.dumps(doc))
+    assert again[0] <= 3.0 + 1e-9  # three releases of ε = 1 (it was 6: the basic and optimal rows both composed)
+
+
+def test_rows_that_differ_in_delta_pipe_one_object():
+    doc, _ = _eps("plan-sgd --rate 0.01 --noise-multiplier 1 --steps 100 --delta 1e-5,1e-6")
+    assert len(doc["objects"]) == 1
+    _, again = _eps("compose --delta 1e-5", json.dumps(doc))
+    _, alone = _eps("plan-sgd --rate 0.01 --noise-multiplier 1 --steps 100 --delta 1e-5")
+    assert again[0] == pytest.approx(alone[0], rel=1e-3)
+
+
+def test_a_grid_piped_into_compose_is_said():
+    doc, _ = _eps("plan-sgd --rate 0.01 --noise-multiplier 1,2 --steps 100 --delta 1e-5")
+    r = run("compose --delta 1e-5", json.dumps(doc))
+    assert r.exit_code == 0 and "carries 2 different privacy objects" in r.stderr, r.stderr
+
+
+def test_amplify_with_steps_pipes_the_whole_run():
+    doc, rows = _eps("amplify gaussian --sigma 1.1 --rate 0.01 --steps 100 --delta 1e-5")
+    (obj,) = doc["objects"]
+    assert obj["type"] == "composed" and obj["parts"][0]["times"] == 100
+    _, composed = _eps("compose --delta 1e-5", json.dumps(doc))
+    assert composed[0] == pytest.approx(rows[0], rel=1e-3)
+    doc1, _ = _eps("amplify gaussian --sigma 1.1 --rate 0.01 --steps 1 --delta 1e-5")
+    assert doc1["objects"][0]["type"] == "subsampled"
+
+
+# ---------------------------------------------------------------- 7. the approximate row does not sink the sound ones
+
+
+def test_amplify_small_sigma_answers_without_the_clt_row():
+    r = run("amplify gaussian --sigma 0.03 --rate 0.5 --steps 1 --delta 1e-5 --json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    methods = {row["method"]: row for row in doc["rows"]}
+    assert "gdp-clt" not in methods and methods["privacy-profile"]["epsilon"] == pytest.approx(690.835, abs=2e-3)
+    assert any("GDP-CLT" in w for w in doc["warnings"])
+
+
+# ---------------------------------------------------------------- 8. every row wider than asked says so
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "plan-sgd --dataset-size 10 --batch-size 5 --steps 1 --noise-multiplier 0.7 --delta 1e-6 --max-batch-size 1",
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1.1 --delta 1e-5 "
+        "--sampling balls-in-bins",
+    ],
+)
+def test_scheme_rows_wider_than_asked_are_warned(args):
+    doc, _ = _eps(args)
+    (row,) = [r for r in doc["rows"] if r.get("epsilon_lower") is not None]
+    assert row["epsilon"] - row["epsilon_lower"] > max(1e-3 * row["epsilon"], 1e-4)
+    assert any("wider than asked" in w for w in doc["warnings"]), doc["warnings"]

@@ -49,7 +49,9 @@ def emit_rows(
 
     ``cols`` are :class:`~dpcalc.model.Column` argument tuples; the columns
     named in ``tail`` (``tightest``, ``method``, ``bound``) are appended.
-    Repeated warnings and notes are shown once.
+    Repeated warnings and notes are shown once, and so are repeated objects: rows that differ only in
+    what is read off one mechanism (δ, say) describe the same releases, which a pipe into compose would
+    otherwise count once per row.
     """
     from dpcalc.model import Column, Result
 
@@ -64,7 +66,7 @@ def emit_rows(
         inputs=echo_inputs(**inputs),
         columns=columns,
         rows=tuple(rows),
-        objects=tuple(objects),
+        objects=tuple(dict.fromkeys(objects)),
         warnings=tuple(dict.fromkeys(warnings)),
         notes=tuple(dict.fromkeys(notes)),
     )
@@ -260,6 +262,30 @@ WOR_WIDE = (
     "the lower end is Poisson sampling's, which two datasets realise, and the upper end composes the C_q hull, "
     "which none is known to reach"
 )
+
+
+#: Why a sampling scheme's interval is wide where its engine met the width (see :func:`scheme_width_warnings`).
+SCHEME_WIDE = (
+    "its ends come from different constructions — a dominating pair or closed form above, two actual datasets "
+    "below — and their distance is what is known about the scheme"
+)
+
+
+def scheme_width_warnings(label: str, r, j: int) -> list[str]:
+    """The width warning of a sampling scheme's row (core interval ``r``, element ``j``) whose interval is wider
+    than asked although each construction met its own width (the scheme's own warnings say why where it has
+    some; otherwise this one does): every row wider than asked says so."""
+    import numpy as np
+
+    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
+
+    lo, up = float(r.lower[j]), float(r.upper[j])
+    if r.warnings or not bool(r.met[j]) or not (np.isfinite(lo) and np.isfinite(up)):
+        return []
+    rel, abs_ = pld_kw().get("rel", REL_WIDTH), pld_kw().get("abs_", ABS_WIDTH)
+    if bool(within(lo, up, rel, abs_)):
+        return []
+    return width_warnings([label], [lo], [up], [False], SCHEME_WIDE)
 
 
 def width_warnings(labels, lower, upper, met, why: str | None = None) -> list[str]:

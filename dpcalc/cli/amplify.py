@@ -168,7 +168,7 @@ def gaussian(
     from dpcalc.cli import _schemes as schemes_
     from dpcalc.core import gdp, sgd
     from dpcalc.core import rdp as r
-    from dpcalc.model import Gaussian, RDPCurve, Subsampled
+    from dpcalc.model import Composed, Gaussian, RDPCurve, Subsampled
 
     if max_batch_size is None and dataset_size is not None:
         raise click.UsageError("--dataset-size goes with --max-batch-size (the batch cap needs N).")
@@ -263,6 +263,10 @@ def gaussian(
                 "loss is beyond what can be represented (every bound overflows); use a larger --sigma."
             )
         for i in range(q.size):
+            # The run itself: T steps (one step is the object as it is), so that what is piped on is what
+            # the rows account for.
+            step = Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb)
+            objects.append(step if int(t[i]) == 1 else Composed(((step, int(t[i])),)))
             base = {
                 "sigma": c.f(s_[i]),
                 "rate": c.f(q[i]),
@@ -273,7 +277,7 @@ def gaussian(
             sound = {}
             if tight is not None and np.isfinite(tight.upper[i]):
                 sound["tight"] = float(tight.upper[i])
-            if poisson:
+            if poisson and np.isfinite(e_rdp[i]):
                 sound["rdp"] = float(e_rdp[i])
             best = min(sound, key=sound.get) if sound else None
             if tight is not None and np.isfinite(tight.upper[i]):
@@ -289,7 +293,7 @@ def gaussian(
                         bound=str(tight.bound[i]),
                     )
                 )
-            if poisson:
+            if poisson and np.isfinite(e_rdp[i]):  # (past ε ≈ 1e308 RDP has no bound to show; PLD answers)
                 rows.append(
                     dict(
                         base,
@@ -301,6 +305,14 @@ def gaussian(
                         bound="upper",
                     )
                 )
+            if not (np.isfinite(mu[i]) and np.isfinite(e_clt[i])):
+                # (μ = q√(T(e^{1/σ²} − 1)) overflows below σ ≈ 0.037: the approximation has nothing to say there,
+                # and the sound rows stand without it.)
+                warnings.append(
+                    f"the GDP-CLT approximation is beyond what can be represented for {labels[i]} (its μ overflows); "
+                    "its row is left out."
+                )
+                continue
             rows.append(
                 dict(
                     base,
@@ -312,7 +324,6 @@ def gaussian(
                     bound="approximate",
                 )
             )
-            objects.append(Subsampled(Gaussian(c.f(s_[i]), 1.0), c.f(q[i]), sch, nb))
         if not poisson:
             c.refuse_pld_gaps(tight.upper, q, s_, t, d, "--scheme without-replacement")
         elif tight is not None and not np.isfinite(tight.upper).all():
@@ -424,6 +435,7 @@ def _scheme_gaussian(v: dict) -> int:
         warnings += [f"{lab}: {w}" for w in r.warnings]
         if not bool(r.met[j]):
             warnings.append(f"the PLD engine did not reach the width asked for on {lab}; both ends are still certified")
+        warnings += c.scheme_width_warnings(lab, r, j)
         objects.append(sch.run_object(kind, r, j, m, q, total, i))
     notes += sch.closing_notes(kind)
     cols = [

@@ -160,7 +160,7 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
             fmt,
             as_json,
             tail=("tightest", "method", "bound"),
-            objects=[obj, DP(e, d)],
+            objects=[obj],  # (one object per result: a summary beside it would be composed twice downstream)
             warnings=warnings,
         )
 
@@ -211,7 +211,9 @@ def dp(epsilon, delta, times, delta_prime, releases, target_delta, fmt, as_json)
         tail=("tightest", "method", "bound"),
         warnings=warnings,
         notes=notes,
-        objects=[DP(r["epsilon"], r["delta"]) for r in rows if r["tightest"]],
+        # The composition itself, once per setting: its rows (basic, advanced, optimal; each δ′) are alternative
+        # guarantees of the same releases, which a pipe into compose would otherwise add up.
+        objects=[Composed(((DP(r["epsilon_each"], r["delta_each"]), int(r["times"])),)) for r in rows],
     )
 
 
@@ -301,7 +303,7 @@ def gaussian(sigma, sensitivity, times, delta, releases, fmt, as_json):
         obj = None
         inputs = dict(sigma=sigma, sensitivity=sensitivity, times=times, delta=delta)
     _mark_tightest(rows, ["sigma", "sensitivity", "times", "delta"])
-    objects = ([obj] if obj else []) + [GDP(r["mu"]) for r in rows if r["method"] == "gdp"]
+    objects = [obj] if obj else [GDP(r["mu"]) for r in rows if r["method"] == "gdp"]
     return c.emit_rows(
         "compose gaussian", inputs, cols, rows, fmt, as_json, tail=("tightest", "method", "bound"), objects=objects
     )
@@ -478,7 +480,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 
     from dpcalc.core import gdp as g
     from dpcalc.core import rdp as r
-    from dpcalc.model import DP, Composed, Gaussian, Laplace, Subsampled
+    from dpcalc.model import Composed, Gaussian, Laplace, Subsampled
 
     require("delta", delta)
     refuse_width_without_pld(accountant)
@@ -564,7 +566,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         "laplace": [dict(p) for p in laplaces],
         "delta": delta,
     }
-    objects = [Composed(parts)] + [DP(r_["epsilon"], r_["delta"]) for r_ in rows if r_["tightest"]]
+    objects = [Composed(parts)]
     return c.emit_rows(
         "compose mixed",
         inputs,
@@ -850,7 +852,8 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         return _compose_ledger(ledger, delta, accountant != "rdp", ledger_rows, fmt, as_json)
     refuse_unused("without --ledger (it says how a ledger's releases are listed)", "ledger_rows")
     # Identical objects are read once and counted: k of them are one k-fold composition.
-    objs, n_read = read_counted(source)
+    several: list = []
+    objs, n_read = read_counted(source, several)
     times = int(times)
     if n_read == 1 and isinstance(objs[0][0], DP) and objs[0][0].delta > 0 and delta is None:
         # One (ε, δ) object with no --delta: basic, advanced and optimal composition at kδ + δ′.
@@ -882,6 +885,13 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         raise
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     warnings = [_PLD_ONLY_WARNING] if pld_only and accountant == "rdp" else []
+    # One document with several objects: a grid's settings (or each scheme of one command) are alternatives,
+    # but compose adds up whatever it reads — so say what it did (the total can only be too high by it).
+    warnings += [
+        f"{where} carries {k} different privacy objects (a grid's settings, or one per scheme), and each was "
+        "composed as a release; if they are alternatives, pipe the document of one setting."
+        for where, k in several
+    ]
     rows = [
         {
             "objects": n_read,
@@ -902,7 +912,6 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         if t.epsilon_lower is not None:
             warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
     _mark_tightest(rows, [])
-    best = [r for r in rows if r["tightest"]][0]
     cols = [
         ("objects", "objects", "int"),
         ("times", "k each", "int"),
@@ -922,7 +931,7 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         fmt,
         as_json,
         tail=("tightest", "method", "bound"),
-        objects=[_composed((obj, times * k) for obj, _, k in objs), DP(best["epsilon"], best["delta"])],
+        objects=[_composed((obj, times * k) for obj, _, k in objs)],
         warnings=warnings,
     )
 
@@ -959,7 +968,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
 
     from dpcalc import ledger as lg
     from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten, shares
-    from dpcalc.model import DP, ObjectError
+    from dpcalc.model import ObjectError
 
     try:
         book = lg.load(path)
@@ -1110,7 +1119,6 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
                 f"({MAX_ROWS:,}); they are grouped, one row per distinct release with a count "
                 "(--ledger-rows grouped says so explicitly)."
             )
-    best = [r for r in total_rows if r["tightest"]][0]
     cols = [
         ("kind", "kind", "text"),
         ("entry", "release", "text"),
@@ -1131,7 +1139,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
         fmt,
         as_json,
         tail=("tightest", "method", "bound"),
-        objects=[_composed((e.obj, e.times * n) for e, n in zip(kinds, n_kind)), DP(best["epsilon"], best["delta"])],
+        objects=[_composed((e.obj, e.times * n) for e, n in zip(kinds, n_kind))],
         notes=notes,
         warnings=warnings,
     )

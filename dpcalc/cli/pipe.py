@@ -123,7 +123,7 @@ def read_objects(source: str) -> list[tuple[object, str]]:
     ]
 
 
-def read_counted(source: str) -> tuple[list[tuple[object, str, int]], int]:
+def read_counted(source: str, several: list | None = None) -> tuple[list[tuple[object, str, int]], int]:
     """The distinct privacy objects of ``source`` with how many times each occurs, and the total.
 
     Returns ``([(object, where, count), …], total)``: each distinct object once, in
@@ -131,12 +131,18 @@ def read_counted(source: str) -> tuple[list[tuple[object, str, int]], int]:
     the number of distinct objects (and distinct document texts), not with the
     input: a million identical objects are one entry with count 10⁶. Errors are
     those of :func:`read_objects`, naming the document and object where they are.
+
+    ``several`` (a list): filled with (where, number) for each document that carries more than one
+    distinct object — a dpcalc document of a grid's settings, or of each scheme of one command, whose
+    objects are alternatives rather than releases (the caller says so).
     """
     reader = _Reader(source)
     reader.run()
     distinct: dict = {}
     total = 0
     for objs, c, (n_doc, at) in zip(reader.units, reader.counts, reader.first):
+        if several is not None and len(set(objs)) > 1:
+            several.append((f"{reader.name} document {n_doc}", len(set(objs))))
         for j, obj in enumerate(objs):
             total += c
             if obj in distinct:

@@ -490,7 +490,9 @@ def plan_sgd(
         )
         for i in range(n_pts)
     ]
-    result = Result("plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), tuple(objects), tuple(notes))
+    result = Result(
+        "plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), tuple(dict.fromkeys(objects)), tuple(notes)
+    )
     return c.emit(result, fmt, as_json)
 
 
@@ -860,7 +862,7 @@ def _risk(v: dict) -> int:
         rows=tuple(rows),
         warnings=tuple(v["warnings"]),
         notes=tuple(x for x in notes if not x.startswith("δ was not given")),
-        objects=tuple(objects),
+        objects=tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
     )
     return c.emit(result, v["fmt"], v["as_json"])
 
@@ -1151,6 +1153,7 @@ def _scheme_run(v: dict) -> int:
                 f"the PLD engine did not reach the width asked for on the constructions of {label}; both ends are "
                 "still certified bounds."
             )
+        warnings += c.scheme_width_warnings(label, r, j)
         objects.append(sch.run_object(scheme, r, j, m, q, total, i))
         key = (float(q[i]), float(m["sigma"][i]), int(total[i]), float(m["delta"][i]))
         if scheme == "truncated-poisson" and len(compared) < 3 and key not in compared:
@@ -1172,7 +1175,7 @@ def _scheme_run(v: dict) -> int:
         tuple(sch.columns(rows, inverse=False)),
         tuple(rows),
         tuple(dict.fromkeys(warnings)),
-        tuple(objects),
+        tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
         tuple(notes),
     )
     return c.emit(result, v["fmt"], v["as_json"])
