@@ -487,7 +487,7 @@ def from_dict(d: Any, where: str = "object"):
     if not isinstance(d, dict):
         raise ObjectError(f"{where}: expected a JSON object with a 'type'; got {type(d).__name__}")
     kind = d.get("type")
-    if kind not in FIELDS:
+    if not isinstance(kind, str) or kind not in FIELDS:  # (a list or object as the type is no type)
         known = ", ".join(FIELDS)
         hint = suggest(kind, FIELDS) if isinstance(kind, str) else ""
         got = "no 'type'" if "type" not in d else f"unknown type {kind!r}{hint}"

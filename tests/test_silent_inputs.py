@@ -341,3 +341,8 @@ def test_scheme_rows_wider_than_asked_are_warned(args):
     (row,) = [r for r in doc["rows"] if r.get("epsilon_lower") is not None]
     assert row["epsilon"] - row["epsilon_lower"] > max(1e-3 * row["epsilon"], 1e-4)
     assert any("wider than asked" in w for w in doc["warnings"]), doc["warnings"]
+
+
+@pytest.mark.parametrize("doc", ['{"type": []}', '{"type": {"a": 1}}', '[{"type": [1]}]'])
+def test_a_type_that_is_not_a_name_is_refused(doc):
+    refused("compose --delta 1e-5", doc, "unknown type")
