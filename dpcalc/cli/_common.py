@@ -288,6 +288,25 @@ def scheme_width_warnings(label: str, r, j: int) -> list[str]:
     return width_warnings([label], [lo], [up], [False], SCHEME_WIDE)
 
 
+def bracket_warnings(tight) -> list[str]:
+    """The warning for rows of a step-count curve bracketed between composed step counts (sgd.tight_curve)."""
+    import numpy as np
+
+    from dpcalc.core import sgd
+
+    bracketed = tight.method == sgd.BRACKET
+    if not bracketed.any():
+        return []
+    wide = int(np.sum(bracketed & ~tight.met))
+    return [
+        f"{int(bracketed.sum())} rows (method pld-bracket) lie between the at most {sgd.CURVE_POINTS} "
+        "step counts per setting that PLD composes: ε grows with the number of steps, so their "
+        "ε ≥ is the certified lower end at the nearest composed step count below and ε the certified "
+        "upper end at the nearest above — both still certified bounds"
+        + (f"; {wide} of these intervals are wider than asked." if wide else ".")
+    ]
+
+
 def width_warnings(labels, lower, upper, met, why: str | None = None) -> list[str]:
     """One warning naming each row whose certified interval is wider than asked (at most five, then a count).
 

@@ -257,15 +257,7 @@ def gaussian(
             warnings += c.width_warnings(
                 lab, tight.lower, tight.upper, tight.met | bracketed, None if poisson else c.WOR_WIDE
             )
-            if bracketed.any():
-                wide = int(np.sum(bracketed & ~tight.met))
-                warnings.append(
-                    f"{int(bracketed.sum())} rows (method pld-bracket) lie between the at most {sgd.CURVE_POINTS} "
-                    "step counts per setting that PLD composes: ε grows with the number of steps, so their ε ≥ is "
-                    "the certified lower end at the nearest composed step count below and ε the certified upper end "
-                    "at the nearest above — both still certified bounds"
-                    + (f"; {wide} of these intervals are wider than asked." if wide else ".")
-                )
+            warnings += c.bracket_warnings(tight)
         else:
             tight = None
         sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)

@@ -363,15 +363,7 @@ def plan_sgd(
             bracketed = t.method == sgd.BRACKET
             why = c.WOR_WIDE if sampling == "without-replacement" else None
             warnings += c.width_warnings(labels, t.lower, t.upper, t.met | bracketed, why)
-            if bracketed.any():
-                wide = int(np.sum(bracketed & ~t.met))
-                warnings.append(
-                    f"{int(bracketed.sum())} rows (method pld-bracket) lie between the at most {sgd.CURVE_POINTS} "
-                    "step counts per setting that PLD composes: ε grows with the number of steps, so their "
-                    "ε ≥ is the certified lower end at the nearest composed step count below and ε the certified "
-                    "upper end at the nearest above — both still certified bounds"
-                    + (f"; {wide} of these intervals are wider than asked." if wide else ".")
-                )
+            warnings += c.bracket_warnings(t)
             if engines == ["pld"]:
                 by_engine[e] = (best.upper, best.lower, best.method, best.bound)
             else:
