@@ -361,3 +361,8 @@ def test_amplify_step_grid_shares_compositions_and_brackets_soundly():
     for r in rows[150::83]:
         direct = sgd.tight_interval(0.01, 1.1, r["steps"], 1e-5)
         assert r["epsilon_lower"] <= direct.upper[0] and r["epsilon"] >= direct.lower[0], (r, direct)
+
+
+def test_group_of_a_piped_composition_says_what_to_run():
+    doc, _ = _eps("compose dp --epsilon 1 --delta 1e-6 --times 3")
+    refused("group --size 2", json.dumps(doc), "composed object", "group dp --epsilon E --delta D")

@@ -236,6 +236,12 @@ def from_input(source, size, delta, fmt, as_json):
                 else:
                     raise click.UsageError(
                         f"{where}: group privacy of a {type_name(obj)} object is not supported; "
-                        "give a mechanism or a dp, gdp or zcdp guarantee."
+                        "give a mechanism or a dp, gdp or zcdp guarantee"
+                        + (
+                            " (for a composition, its total (ε, δ) from compose's rows: 'dpcalc group dp --epsilon E "
+                            "--delta D --size K')."
+                            if type_name(obj) == "composed"
+                            else "."
+                        )
                     )
     return c.emit(c.merge(results, "group"), fmt, as_json)
