@@ -42,6 +42,13 @@ def echo_inputs(**values: Any) -> dict[str, Any]:
     return out
 
 
+def releases_once(objects) -> tuple:
+    """A command's objects, each once (in order): rows that differ only in what is read off one mechanism (δ,
+    say) describe the same releases, which a pipe into compose would otherwise count once per row. (Not for
+    :func:`merge`: there repeated objects are repeated inputs, each a release.)"""
+    return tuple(dict.fromkeys(objects))
+
+
 def emit_rows(
     command, inputs, cols, rows, fmt, as_json, *, objects=(), warnings=(), notes=(), tail=("method", "bound")
 ):
@@ -49,9 +56,7 @@ def emit_rows(
 
     ``cols`` are :class:`~dpcalc.model.Column` argument tuples; the columns
     named in ``tail`` (``tightest``, ``method``, ``bound``) are appended.
-    Repeated warnings and notes are shown once, and so are repeated objects: rows that differ only in
-    what is read off one mechanism (δ, say) describe the same releases, which a pipe into compose would
-    otherwise count once per row.
+    Repeated warnings and notes are shown once, and so are repeated objects (:func:`releases_once`).
     """
     from dpcalc.model import Column, Result
 
@@ -66,7 +71,7 @@ def emit_rows(
         inputs=echo_inputs(**inputs),
         columns=columns,
         rows=tuple(rows),
-        objects=tuple(dict.fromkeys(objects)),
+        objects=releases_once(objects),
         warnings=tuple(dict.fromkeys(warnings)),
         notes=tuple(dict.fromkeys(notes)),
     )

@@ -260,6 +260,7 @@ def gaussian(
             warnings += c.bracket_warnings(tight)
         else:
             tight = None
+        no_clt = []  # rows whose approximate GDP-CLT value overflows (left out, said once)
         sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)
         if tight is not None:
             sound_any = sound_any | np.isfinite(tight.upper)
@@ -315,10 +316,7 @@ def gaussian(
             if not (np.isfinite(mu[i]) and np.isfinite(e_clt[i])):
                 # (μ = q√(T(e^{1/σ²} − 1)) overflows below σ ≈ 0.037: the approximation has nothing to say there,
                 # and the sound rows stand without it.)
-                warnings.append(
-                    f"the GDP-CLT approximation is beyond what can be represented for {labels[i]} (its μ overflows); "
-                    "its row is left out."
-                )
+                no_clt.append(labels[i])
                 continue
             rows.append(
                 dict(
@@ -330,6 +328,12 @@ def gaussian(
                     method="gdp-clt",
                     bound="approximate",
                 )
+            )
+        if no_clt:
+            more = f" and {len(no_clt) - 1} more" if len(no_clt) > 1 else ""
+            warnings.append(
+                f"the GDP-CLT approximation is beyond what can be represented for {no_clt[0]}{more} (its μ overflows); "
+                "its row is left out."
             )
         if not poisson:
             c.refuse_pld_gaps(tight.upper, q, s_, t, d, "--scheme without-replacement")

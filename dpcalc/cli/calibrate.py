@@ -184,7 +184,7 @@ def gaussian(epsilon, delta, mu, rho, target_advantage, target_tpr, at_fpr, sens
         columns=tuple(cols),
         rows=tuple(rows),
         warnings=tuple(warnings),
-        objects=tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
+        objects=c.releases_once(objects),
         notes=("σ is the noise standard deviation; δ at σ is the exact δ(ε) of the returned σ.",),
     )
     return c.emit(result, fmt, as_json)
@@ -265,7 +265,7 @@ def _risk_target(target_advantage, target_tpr, at_fpr, delta, sensitivity, metho
         ),
         columns=tuple(cols),
         rows=tuple(rows),
-        objects=tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
+        objects=c.releases_once(objects),
         notes=(
             "σ is the smallest noise whose best membership-inference attack stays within the target: a Gaussian "
             "mechanism is μ-GDP with μ = Δ/σ, its best attack has TPR − FPR = 2Φ(μ/2) − 1 and TPR = Φ(μ + Φ⁻¹(FPR)) "
@@ -341,7 +341,7 @@ def _discrete_result(command, inputs, cols, rows, notes, objects=()):
         columns=tuple(cols),
         rows=tuple(rows),
         notes=tuple(notes),
-        objects=tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
+        objects=c.releases_once(objects),
     )
 
 

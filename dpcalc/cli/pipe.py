@@ -141,8 +141,9 @@ def read_counted(source: str, several: list | None = None) -> tuple[list[tuple[o
     distinct: dict = {}
     total = 0
     for objs, c, (n_doc, at) in zip(reader.units, reader.counts, reader.first):
-        if several is not None and len(set(objs)) > 1:
-            several.append((f"{reader.name} document {n_doc}", len(set(objs))))
+        k = len(set(objs)) if several is not None else 1
+        if k > 1:
+            several.append((f"{reader.name} document {n_doc}", k))
         for j, obj in enumerate(objs):
             total += c
             if obj in distinct:

@@ -483,7 +483,7 @@ def plan_sgd(
         for i in range(n_pts)
     ]
     result = Result(
-        "plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), tuple(dict.fromkeys(objects)), tuple(notes)
+        "plan-sgd", inputs, tuple(cols), tuple(rows), tuple(warnings), c.releases_once(objects), tuple(notes)
     )
     return c.emit(result, fmt, as_json)
 
@@ -854,7 +854,7 @@ def _risk(v: dict) -> int:
         rows=tuple(rows),
         warnings=tuple(v["warnings"]),
         notes=tuple(x for x in notes if not x.startswith("δ was not given")),
-        objects=tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
+        objects=c.releases_once(objects),
     )
     return c.emit(result, v["fmt"], v["as_json"])
 
@@ -1167,7 +1167,7 @@ def _scheme_run(v: dict) -> int:
         tuple(sch.columns(rows, inverse=False)),
         tuple(rows),
         tuple(dict.fromkeys(warnings)),
-        tuple(dict.fromkeys(objects)),  # (each release once: see _common.emit_rows)
+        c.releases_once(objects),
         tuple(notes),
     )
     return c.emit(result, v["fmt"], v["as_json"])
