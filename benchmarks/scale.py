@@ -34,6 +34,23 @@ CASES = [
         "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --noise-multiplier 1.1 "
         "--delta 1e-12:1e-3:10000:log",
     ),
+    (
+        "plan-sgd σ grid of 10,000 points (pld lattice)",
+        "plan-sgd --rate 0.01 --steps 1000 --noise-multiplier 0.5:2:10000 --delta 1e-5",
+    ),
+    (
+        "plan-sgd σ × steps grid of 100 × 100 (pld lattice)",
+        "plan-sgd --rate 0.01 --steps 100:10000:100 --noise-multiplier 0.5:2:100 --delta 1e-5",
+    ),
+    (
+        "plan-sgd dataset-size grid of 10,000 (q and T vary)",
+        "plan-sgd --dataset-size 10000:1009900:10000 --batch-size 256 --epochs 10 --noise-multiplier 1 "
+        "--delta 1e-7",
+    ),
+    (
+        "amplify gaussian σ grid of 10,000 (pld lattice, rdp rows)",
+        "amplify gaussian --rate 0.01 --steps 1000 --sigma 0.5:2:10000 --delta 1e-5",
+    ),
     ("plan-sgd --target-epsilon 1000 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1000"),
     ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
     ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),

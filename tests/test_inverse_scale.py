@@ -353,3 +353,93 @@ def test_quick_bound_tight_where_round_off_dominates():
     quick = sgd.tight_interval(*case, upper_only=True)
     full = sgd.tight_interval(*case)
     assert full.lower[0] <= quick.upper[0] <= 1.05 * full.upper[0]
+
+
+# ----------------------------------------------------------------- grids of q, σ and T: a lattice
+
+
+@pytest.mark.parametrize(
+    "sizes, per_axis, total, want",
+    [
+        ([1, 10000, 1], 128, 256, [1, 128, 1]),
+        ([1, 3, 100], 128, 256, [1, 3, 85]),
+        ([100, 100, 100], 128, 256, [7, 6, 6]),
+        ([1, 1, 1], 128, 256, [1, 1, 1]),
+        ([5, 200, 2], 4, 20, [2, 4, 2]),
+    ],
+)
+def test_lattice_picks_stay_within_both_budgets(sizes, per_axis, total, want):
+    k = sgd._picks_per_axis(sizes, per_axis, total)
+    assert k == want
+    assert np.prod(k) <= total and all(1 <= a <= min(n, per_axis) for a, n in zip(k, sizes))
+
+
+def _grid(qs, ss, ts, ds=(1e-5,)):
+    g = np.meshgrid(qs, ss, ts, ds, indexing="ij")
+    return tuple(a.ravel() for a in g)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "without-replacement"])
+def test_grid_of_rates_noise_and_steps_brackets_contain_direct_answers(sampling):
+    # ε grows with q and T and falls with σ: a row between lattice settings takes the lower end of the
+    # nearest one with less loss and the upper end of the nearest with more. Every bracket must overlap
+    # the row's own certified interval (both contain the true ε) and be at least as wide.
+    q, s, t, d = _grid(
+        [0.004, 0.01, 0.02], [1.0, 1.3, 2.0], [50, 100, 200], [1e-5, 1e-7] if sampling == "poisson" else [1e-5]
+    )
+    c = sgd.tight_curve(q, s, t, d, sampling, max_points=2, budget=8)
+    composed = c.method != sgd.BRACKET
+    assert composed.any() and (~composed).sum() > q.size // 2
+    assert np.all(np.isfinite(c.lower) & np.isfinite(c.upper))
+    direct = sgd.tight_interval(q, s, t, d, sampling)
+    assert np.all(c.lower[composed] == direct.lower[composed]) and np.all(c.upper[composed] == direct.upper[composed])
+    b = ~composed
+    assert np.all(c.lower[b] <= direct.upper[b]) and np.all(direct.lower[b] <= c.upper[b])
+    assert np.all(c.upper[b] >= direct.upper[b] * (1 - 1e-12))
+    # The lattice's corners: rows at the grid's smallest loss take their lower end, at its largest the upper.
+    assert np.all(c.upper[b] <= direct.upper.max()) and np.all(c.lower[b] >= 0)
+
+
+def test_a_large_sigma_grid_composes_the_lattice_only(monkeypatch):
+    calls = []
+    real = sgd.tight_interval
+
+    def counting(q, sigma, steps, delta, *a, **k):
+        calls.append(np.unique(np.stack([np.ravel(q), np.ravel(sigma), np.ravel(steps)]), axis=1).shape[1])
+        return real(q, sigma, steps, delta, *a, **k)
+
+    monkeypatch.setattr(sgd, "tight_interval", counting)
+    s = np.linspace(0.8, 2.0, 400)
+    c = sgd.tight_curve(0.01, s, 100, 1e-5, max_points=8, budget=16)
+    assert sum(calls) <= 8 and (c.method == sgd.BRACKET).sum() >= 390
+    # ε falls with σ, and so do the bracket's ends (each taken from a lattice setting).
+    assert np.all(np.diff(c.upper) <= 0) and np.all(np.diff(c.lower) <= 0)
+    for k in (1, 57, 200, 398):
+        one = real(0.01, s[k], 100, 1e-5)
+        assert c.lower[k] <= one.lower[0] and one.upper[0] <= c.upper[k]
+
+
+def test_best_of_a_large_grid_skips_rdp_only_where_it_cannot_be_smaller():
+    # Brackets 2 % wide at most: far narrower than RDP's distance above the tight ε.
+    s = np.geomspace(0.9, 1.1, 300)
+    b = sgd.best(0.02, s, 300, 1e-6, curve=True, max_points=12, budget=12)
+    assert (b.tight.method == sgd.BRACKET).sum() > 0
+    rdp = np.asarray(sgd._rdp_epsilon(np.full(s.size, 0.02), s, np.full(s.size, 300.0), np.full(s.size, 1e-6)))
+    # The answer is the smaller sound bound wherever RDP was computed, and never above RDP's (to round-off
+    # of RDP's own order search, 1e-6) where it was skipped.
+    assert np.all(b.upper <= np.minimum(rdp, b.tight.upper) * (1 + 1e-6))
+    assert np.all(b.upper <= b.tight.upper)
+    skipped = np.isnan(b.rdp)
+    assert skipped.sum() > s.size // 2
+
+
+def test_plan_sgd_noise_grid_beyond_the_budget_is_bracketed_and_said():
+    d = doc("plan-sgd --rate 0.01 --steps 20 --noise-multiplier 1:2:300 --delta 1e-5")
+    rows = d["rows"]
+    assert len(rows) == 300
+    br = [r for r in rows if r["method"] == "pld-bracket"]
+    assert len(br) >= 300 - sgd.CURVE_POINTS
+    assert any("pld-bracket" in w and "falls with σ" in w for w in d["warnings"])
+    for r in br[::40]:
+        one = sgd.tight_interval(0.01, r["noise_multiplier"], 20, 1e-5)
+        assert r["epsilon_lower"] <= one.lower[0] and one.upper[0] <= r["epsilon"]

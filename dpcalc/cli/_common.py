@@ -294,7 +294,7 @@ def scheme_width_warnings(label: str, r, j: int) -> list[str]:
 
 
 def bracket_warnings(tight) -> list[str]:
-    """The warning for rows of a step-count curve bracketed between composed step counts (sgd.tight_curve)."""
+    """The warning for rows bracketed between composed settings (sgd.tight_curve)."""
     import numpy as np
 
     from dpcalc.core import sgd
@@ -304,11 +304,16 @@ def bracket_warnings(tight) -> list[str]:
         return []
     wide = int(np.sum(bracketed & ~tight.met))
     return [
-        f"{int(bracketed.sum())} rows (method pld-bracket) lie between the at most {sgd.CURVE_POINTS} "
-        "step counts per setting that PLD composes: ε grows with the number of steps, so their "
-        "ε ≥ is the certified lower end at the nearest composed step count below and ε the certified "
-        "upper end at the nearest above — both still certified bounds"
-        + (f"; {wide} of these intervals are wider than asked." if wide else ".")
+        f"{int(bracketed.sum())} rows (method pld-bracket) lie between the settings that PLD composes (at most "
+        f"{sgd.GRID_POINTS} per command, {sgd.CURVE_POINTS} values of each of q, σ and T): ε grows with q and T "
+        "and falls with σ, so their ε ≥ is the certified lower end at the nearest composed setting with less "
+        "privacy loss and ε the certified upper end at the nearest with more — both still certified bounds"
+        + (
+            f"; {wide} of these intervals are wider than asked (a grid of at most {sgd.GRID_POINTS} settings "
+            "is composed at every row)."
+            if wide
+            else "."
+        )
     ]
 
 

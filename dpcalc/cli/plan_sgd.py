@@ -356,8 +356,8 @@ def plan_sgd(
         if e == "pld":
             # The tight engine (PLD, or its exact routes), and for the default answer the smaller of its
             # upper end and RDP's (sgd.best).
-            # An ε curve (or a grid of step counts) shares compositions: at most sgd.CURVE_POINTS step counts
-            # per (q, σ) are composed, the rows between them bracketed (ε grows with T).
+            # An ε curve or a grid shares compositions: at most sgd.GRID_POINTS settings (sgd.CURVE_POINTS values
+            # of each of q, σ, T) are composed, the rows between them bracketed (ε is monotone in each).
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
             t = best.tight
             bracketed = t.method == sgd.BRACKET

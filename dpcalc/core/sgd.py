@@ -303,10 +303,12 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
     return lo, met
 
 
-#: Most step counts of one (q, σ) that :func:`tight_curve` composes; the others are bracketed.
+#: Most distinct values of one parameter (q, σ or T) that :func:`tight_curve` composes.
 CURVE_POINTS = 128
+#: Most settings (q, σ, T) that :func:`tight_curve` composes for one call; the other rows are bracketed.
+GRID_POINTS = 256
 
-#: Method of a row bracketed between two composed step counts (see :func:`tight_curve`).
+#: Method of a row bracketed between composed settings (see :func:`tight_curve`).
 BRACKET = "pld-bracket"
 
 
@@ -319,64 +321,136 @@ def _geometric_pick(values: np.ndarray, k: int) -> np.ndarray:
     return np.unique(np.concatenate([values[[0, -1]], values[i]]))
 
 
-def tight_curve(q, sigma, steps, delta, sampling: str = "poisson", max_points: int = CURVE_POINTS, **kw) -> Tight:
-    """Certified intervals on ε for many step counts of the same step (an ε curve: ``--per-epoch``).
+def _picks_per_axis(sizes: list[int], per_axis: int, total: int) -> list[int]:
+    """How many values of each parameter to compose: at most ``per_axis`` each (and at most the
+    parameter's own count), their product at most ``total``; both ends of every parameter always.
+    Greedy: the parameter with the most values per pick gains one while the product allows."""
+    k = [min(n, 2) for n in sizes]
+    cap = [min(n, per_axis) for n in sizes]
+    while True:
+        grow = [a for a in range(len(sizes)) if k[a] < cap[a] and math.prod(k) // k[a] * (k[a] + 1) <= total]
+        if not grow:
+            return k
+        a = max(grow, key=lambda b: sizes[b] / k[b])
+        k[a] += 1
 
-    ε is non-decreasing in T — the output of T steps is a post-processing of the output of T' > T
-    steps — so for step counts T_a <= T <= T_b, lower(T_a) <= ε(T) <= upper(T_b). Per (q, σ), at
-    most ``max_points`` distinct step counts (spread evenly in log T, the first and last always)
-    are answered by :func:`tight_interval`, each δ of the group sharing their compositions; every
-    other row gets the largest certified lower end at or below its T and the smallest certified
-    upper end at or above it, with method :data:`BRACKET` (``met``: whether that interval is as
-    narrow as asked). Where a group has at most ``max_points`` step counts, every row is answered
-    by :func:`tight_interval` (the same numbers as one row at a time). The cost is that of
-    ``max_points`` compositions per (q, σ), whatever the number of rows.
+
+@dataclass(frozen=True)
+class _Lattice:
+    """The settings :func:`tight_curve` composes for a grid too large to compose whole: a product of
+    picked values of q, σ and T, at every δ of the grid (``ds``), and where each bracketed row's
+    nearest lattice settings lie — ``up`` (as much loss or more: q' >= q, σ' <= σ, T' >= T) and
+    ``lo`` (as little or less), each a tuple of index arrays into (q, σ, T, δ) — for the rows ``rows``."""
+
+    pq: np.ndarray
+    ps: np.ndarray
+    pt: np.ndarray
+    ds: np.ndarray
+    rows: np.ndarray
+    up: tuple
+    lo: tuple
+    on: np.ndarray
+
+    def settings(self):
+        """The lattice's settings and δ as flat arrays (q, σ, T, δ), in the order of :meth:`shape`."""
+        return tuple(g.ravel() for g in np.meshgrid(self.pq, self.ps, self.pt, self.ds, indexing="ij"))
+
+    @property
+    def shape(self):
+        return (self.pq.size, self.ps.size, self.pt.size, self.ds.size)
+
+    def upper(self, values):
+        """Per row, the smallest of ``values`` (flat, one per lattice setting; NaN: none) over lattice
+        settings with at least the row's privacy loss."""
+        v = np.asarray(values, float).reshape(self.shape)
+        v = np.fmin.accumulate(v[::-1], axis=0)[::-1]
+        v = np.fmin.accumulate(v, axis=1)
+        v = np.fmin.accumulate(v[:, :, ::-1], axis=2)[:, :, ::-1]
+        return v[self.up]
+
+    def lower(self, values):
+        """Per row, the largest of ``values`` over lattice settings with at most the row's loss."""
+        v = np.asarray(values, float).reshape(self.shape)
+        v = np.fmax.accumulate(v, axis=0)
+        v = np.fmax.accumulate(v[:, ::-1], axis=1)[:, ::-1]
+        v = np.fmax.accumulate(v, axis=2)
+        return v[self.lo]
+
+    def own(self, values):
+        """Per row, ``values`` at the row's own setting (meaningful where ``on``)."""
+        return np.asarray(values).reshape(self.shape)[self.up]
+
+
+def _lattice(q, sigma, steps, delta, max_points: int, budget: int) -> _Lattice | None:
+    """The lattice for a grid of more than ``budget`` settings (or more than ``max_points`` values of
+    one parameter), over its rows other than the closed forms' (q = 1, T = 1); None for a smaller grid."""
+    rows = np.flatnonzero((q < 1.0) & (steps > 1))
+    if not rows.size:
+        return None
+    axes = [np.unique(a[rows]) for a in (q, sigma, steps)]
+    n_settings = np.unique(np.stack([q[rows], sigma[rows], steps[rows]]), axis=1).shape[1]
+    if n_settings <= budget and all(a.size <= max_points for a in axes):
+        return None
+    k = _picks_per_axis([a.size for a in axes], max_points, budget)
+    pq, ps, pt = (_geometric_pick(a, kk) for a, kk in zip(axes, k))
+    ds = np.unique(delta[rows])
+    qr, sr, tr = q[rows], sigma[rows], steps[rows]
+    j = np.searchsorted(ds, delta[rows])
+    # The nearest lattice values on each side (both ends of every parameter are on the lattice).
+    up = (np.searchsorted(pq, qr), np.searchsorted(ps, sr, "right") - 1, np.searchsorted(pt, tr), j)
+    lo = (np.searchsorted(pq, qr, "right") - 1, np.searchsorted(ps, sr), np.searchsorted(pt, tr, "right") - 1, j)
+    on = (pq[up[0]] == qr) & (ps[up[1]] == sr) & (pt[up[2]] == tr)
+    return _Lattice(pq, ps, pt, ds, rows, up, lo, on)
+
+
+def tight_curve(
+    q, sigma, steps, delta, sampling: str = "poisson", max_points: int = CURVE_POINTS, budget: int = GRID_POINTS, **kw
+) -> Tight:
+    """Certified intervals on ε for a grid of settings: an ε curve (``--per-epoch``), or a grid of
+    sampling rates, noise multipliers and step counts, at the cost of at most ``budget`` compositions.
+
+    ε is monotone in each parameter, for the mechanism as for the pairs the engine composes: it does
+    not fall with T (the output of T steps is a post-processing of the output of T' > T steps), nor
+    with q (a rate-q' step, q' < q, is a rate-q step followed by keeping its outcome with probability
+    q'/q and else drawing afresh from the no-record distribution: a post-processing of the pair, step
+    by step), and it does not grow with σ (more noise is the output plus independent noise). Without
+    replacement the upper end is the composed hull C_q(G_{1/σ}), monotone the same way, and the lower
+    end is Poisson sampling's (or, at one step, the hull's, which one step realises), so each end
+    keeps its order too. Hence a certified lower end at a setting with less privacy loss (q' <= q,
+    σ' >= σ, T' <= T) is a lower end for the row, and a certified upper end at one with more loss an
+    upper end.
+
+    Where the grid has at most ``budget`` distinct settings (q, σ, T) and at most ``max_points``
+    values of each, every row is answered by :func:`tight_interval` (the same numbers as one row at a
+    time); rows with q = 1 or T = 1 (closed forms) always are. Otherwise a lattice of at most
+    ``max_points`` values of each parameter (spread evenly in log scale, both ends always), at most
+    ``budget`` settings in all, is composed at every δ asked (:func:`_lattice`); a row on the lattice
+    gets its own answer, and every other row the largest certified lower end among lattice settings
+    with less loss and the smallest certified upper end among those with more, with method
+    :data:`BRACKET` (``met``: whether that interval is as narrow as asked).
     """
-    from .pld import ABS_WIDTH, REL_WIDTH
+    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
 
     _check_sampling(sampling)
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
     lo, up, method, met = _blank(n, met=False)
-    direct = []
-    groups: dict = {}
-    for i in range(n):
-        groups.setdefault((float(q[i]), float(sigma[i])), []).append(i)
-    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
-    for (qq, ss), idx in groups.items():
-        idx = np.array(idx)
-        ts = np.unique(steps[idx])
-        if qq >= 1.0 or ts.size <= max_points:
-            direct.append(idx)
-            continue
-        points = _geometric_pick(ts, max_points)
-        ds = np.unique(delta[idx])
-        pt, pd = (a.ravel() for a in np.meshgrid(points, ds, indexing="ij"))
-        t = tight_interval(np.full(pt.size, qq), np.full(pt.size, ss), pt, pd, sampling, **kw)
-        t_lo, t_up = (a.reshape(points.size, ds.size) for a in (t.lower, t.upper))
-        t_m, t_meth = t.met.reshape(points.size, ds.size), t.method.reshape(points.size, ds.size)
-        # Best certified ends for any T between the points: the largest lower end at or below, the
-        # smallest upper end at or above (NaN-skipping running max / min along T).
-        run_lo = np.fmax.accumulate(t_lo, axis=0)
-        run_up = np.fmin.accumulate(t_up[::-1], axis=0)[::-1]
-        for k, i in enumerate(idx):
-            j = int(np.searchsorted(ds, delta[i]))
-            a = int(np.searchsorted(points, steps[i]))
-            if points[a] == steps[i]:  # a composed point: the engine's own answer
-                lo[i], up[i], met[i], method[i] = t_lo[a, j], t_up[a, j], t_m[a, j], t_meth[a, j]
-                continue
-            u, l_ = run_up[a, j], run_lo[a - 1, j]
-            if not np.isfinite(u):
-                continue  # no certified upper end at or above: no claim (the callers fall back)
-            lo[i] = l_ if np.isfinite(l_) else 0.0  # ε >= 0 always
-            up[i] = u
-            method[i] = BRACKET
-            met[i] = up[i] - lo[i] <= max(rel * up[i], abs_) * (1 + 1e-9)
-    if direct:
-        idx = np.concatenate(direct)
-        t = tight_interval(q[idx], sigma[idx], steps[idx], delta[idx], sampling, **kw)
-        lo[idx], up[idx], method[idx], met[idx] = t.lower, t.upper, t.method, t.met
-    bad = ~(np.isfinite(lo) & np.isfinite(up))
+    lat = _lattice(q, sigma, steps, delta, max_points, budget)
+    direct = np.arange(n)
+    if lat is not None:
+        rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+        direct = np.setdiff1d(direct, lat.rows)
+        t = tight_interval(*lat.settings(), sampling, **kw)
+        on, rows = lat.on, lat.rows
+        u, l_ = lat.upper(t.upper), lat.lower(t.lower)
+        lo[rows] = np.where(on, lat.own(t.lower), np.where(np.isfinite(l_), l_, 0.0))  # ε >= 0 always
+        up[rows] = np.where(on, lat.own(t.upper), u)
+        method[rows] = np.where(on, lat.own(t.method), BRACKET)
+        met[rows] = np.where(on, lat.own(t.met), within(lo[rows], up[rows], rel, abs_))
+    if direct.size:
+        t = tight_interval(q[direct], sigma[direct], steps[direct], delta[direct], sampling, **kw)
+        lo[direct], up[direct], method[direct], met[direct] = t.lower, t.upper, t.method, t.met
+    bad = ~(np.isfinite(lo) & np.isfinite(up))  # (a bracketed row with no certified upper end: no claim)
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     return Tight(lo, up, method, _bounds(method, met), met)
@@ -402,18 +476,44 @@ class Best:
     rdp: np.ndarray
 
 
-def best(q, sigma, steps, delta, sampling: str = "poisson", curve: bool = False, **kw) -> Best:
+def best(
+    q,
+    sigma,
+    steps,
+    delta,
+    sampling: str = "poisson",
+    curve: bool = False,
+    max_points: int = CURVE_POINTS,
+    budget: int = GRID_POINTS,
+    **kw,
+) -> Best:
     """The tightest sound answer per case: min(tight engine's upper end, RDP) — RDP for Poisson
     sampling only — with the tight engine's certified lower end. Where the tight engine cannot
     answer, RDP alone (no lower end); without replacement there is no RDP, and such a case is NaN.
-    ``curve``: the tight engine's intervals by :func:`tight_curve` (many step counts per step).
+    ``curve``: the tight engine's intervals by :func:`tight_curve` (a curve or grid of settings, with its
+    ``max_points`` and ``budget``); ``rdp`` is then NaN at bracketed rows where RDP's value cannot be
+    the smaller.
     """
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
-    t = (tight_curve if curve else tight_interval)(q, sigma, steps, delta, sampling, **kw)
-    if sampling == "poisson":
-        r = np.asarray(_rdp_epsilon(q, sigma, steps, delta), float)
+    if curve:
+        t = tight_curve(q, sigma, steps, delta, sampling, max_points=max_points, budget=budget, **kw)
     else:
-        r = np.full(q.shape, np.nan)
+        t = tight_interval(q, sigma, steps, delta, sampling, **kw)
+    r = np.full(q.shape, np.nan)
+    if sampling == "poisson":
+        need = np.ones(q.size, dtype=bool)
+        lat = _lattice(q, sigma, steps, delta, max_points, budget) if curve else None
+        if lat is not None:
+            # A grid too large to compose whole: RDP at the lattice's settings, and each row's RDP is at least
+            # RDP's at the nearest setting with less loss (its divergences are monotone in q, σ and T as ε
+            # is). Rows where that is already above the tight engine's upper end skip RDP, which cannot be
+            # the smaller there (an ε grid of 10,000 σ: 11 s of RDP, about 1 ms a row, saved). A skipped row
+            # only keeps the tight upper end, itself sound; NaN in ``rdp``.
+            floor = lat.lower(_rdp_epsilon(*lat.settings()))
+            with np.errstate(invalid="ignore"):
+                need[lat.rows] = ~(floor >= t.upper[lat.rows] * (1 + 1e-6))
+        if need.any():
+            r[need] = np.asarray(_rdp_epsilon(q[need], sigma[need], steps[need], delta[need]), float)
     use_rdp = np.isfinite(r) & ~(t.upper <= r)  # RDP where it is smaller, or the only one
     upper = np.where(use_rdp, r, t.upper)
     method = np.where(use_rdp, "rdp", t.method).astype(object)
