@@ -51,6 +51,10 @@ CASES = [
         "amplify gaussian σ grid of 10,000 (pld lattice, rdp rows)",
         "amplify gaussian --rate 0.01 --steps 1000 --sigma 0.5:2:10000 --delta 1e-5",
     ),
+    (
+        "plan-sgd --target-epsilon grid of 1,000 (solve σ, pld)",
+        f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1:10:1000",
+    ),
     ("plan-sgd --target-epsilon 1000 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1000"),
     ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
     ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),

@@ -443,3 +443,55 @@ def test_plan_sgd_noise_grid_beyond_the_budget_is_bracketed_and_said():
     for r in br[::40]:
         one = sgd.tight_interval(0.01, r["noise_multiplier"], 20, 1e-5)
         assert r["epsilon_lower"] <= one.lower[0] and one.upper[0] <= r["epsilon"]
+
+
+# ----------------------------------------------------------------- grids of targets: searched at some, bracketed
+
+
+def test_sigma_targets_beyond_the_budget_are_bracketed_by_checked_points(monkeypatch):
+    monkeypatch.setattr(sgd, "TARGET_POINTS", 4)
+    targets = np.geomspace(0.5, 8.0, 13)
+    sol = sgd.solve_sigma(0.01, 1000, 1e-5, targets, "rdp")
+    br = sol.status == sgd.BRACKETED
+    assert br.sum() >= 8 and np.all(sol.status[~br] == sgd.OPTIMAL) and not sol.found[br].any()
+    direct = [sgd.solve_sigma(0.01, 1000, 1e-5, x, "rdp") for x in targets[br]]  # one by one: each searched
+    assert all(o.found[0] for o in direct)
+    direct = sgd.Solution(*(np.concatenate([getattr(o, f) for o in direct]) for f in ("value", "epsilon", "found")))
+    # The answer meets the target, the value checked beyond it misses it, and the optimum lies between.
+    assert np.all(sol.epsilon[br] <= targets[br]) and np.all(sol.next_epsilon[br] > targets[br])
+    assert np.all(sol.next_value[br] <= direct.value) and np.all(direct.value <= sol.value[br])
+    e_at = sgd.epsilon(0.01, sol.value[br], 1000, 1e-5, "rdp")
+    e_next = sgd.epsilon(0.01, sol.next_value[br], 1000, 1e-5, "rdp")
+    assert np.all(e_at <= targets[br]) and np.all(e_next > targets[br])
+    # ε is monotone in σ, and the answers in the target.
+    assert np.all(np.diff(sol.value) <= 0)
+
+
+def test_step_targets_bracketed_and_none_carried_over(monkeypatch):
+    monkeypatch.setattr(sgd, "TARGET_POINTS", 4)
+    # The smallest targets are not met even by one step (status none); they stay none between picks.
+    targets = np.geomspace(0.02, 5.0, 16)
+    sol = sgd.solve_steps(0.01, 2.0, 1e-5, targets, "rdp")
+    one = [sgd.solve_steps(0.01, 2.0, 1e-5, x, "rdp") for x in targets]
+    assert (sol.status == sgd.BRACKETED).sum() >= 4 and (sol.status == sgd.NONE).sum() >= 4
+    for k, o in enumerate(one):
+        if o.status[0] == sgd.NONE:
+            assert sol.status[k] == sgd.NONE and sol.value[k] == 0
+        elif sol.status[k] == sgd.BRACKETED:
+            assert sol.value[k] <= o.value[0] < sol.next_value[k]
+            assert sol.epsilon[k] <= targets[k] < sol.next_epsilon[k]
+        else:
+            assert (sol.value[k], sol.status[k]) == (o.value[0], o.status[0])
+
+
+def test_plan_sgd_target_grid_beyond_the_budget_says_so():
+    d = doc(f"plan-sgd {MNIST} --target-epsilon 1:8:70 --accountant rdp")
+    rows = d["rows"]
+    n_br = sum(r["search"] == "bracketed" for r in rows)
+    assert len(rows) == 70 and n_br >= 70 - sgd.TARGET_POINTS
+    assert all(
+        not r["found"] and r["epsilon"] <= r["target_epsilon"] < r["epsilon_next"]
+        for r in rows
+        if r["search"] == "bracketed"
+    )
+    assert any(f"{n_br} rows (search: bracketed)" in w for w in d["warnings"])

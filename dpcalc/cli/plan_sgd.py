@@ -641,6 +641,15 @@ def _inverse(v: dict) -> int:
     for e in engines:
         sol = solve_by(e)
         who = "neither pld nor rdp" if accountant(e) == "best" else e
+        n_br = int(np.sum(sol.status == sgd.BRACKETED))
+        if n_br:
+            warnings.append(
+                f"[{e}] {n_br} rows (search: bracketed) lie between the at most {sgd.TARGET_POINTS} targets per "
+                "setting that are searched: the answer meets the nearest smaller target searched, so it meets "
+                "theirs, and checked_next misses the nearest larger one, so it misses theirs (found is no: the "
+                "two are further apart than a search's tolerance). Give at most "
+                f"{sgd.TARGET_POINTS} targets per setting to have each searched."
+            )
         for i in range(n):
             found = bool(sol.found[i])
             status = str(sol.status[i])
@@ -756,6 +765,11 @@ def _inverse(v: dict) -> int:
         "otherwise the search column says why not (none: not met in the range; edge: the next value cannot be "
         "accounted; range-end: met at the end of the range)."
     )
+    if any(r["search"] == sgd.BRACKETED for r in rows):
+        notes.append(
+            f"search bracketed: a target between two of the at most {sgd.TARGET_POINTS} searched per setting; the "
+            "answer meets it and checked_next misses it, as a search's, but they are further apart than its tolerance."
+        )
     if engines == ["pld"] and poisson:
         notes.append("The default bound is the smaller of PLD's certified upper end and RDP's, as for forward answers.")
     if "gdp-clt" in engines:

@@ -707,6 +707,10 @@ OPTIMAL = "optimal"  # the next value toward more loss was evaluated and misses 
 RANGE_END = "range-end"  # the target is met at the end of the searched range (σ floor, MAX_STEPS, B = N)
 EDGE = "edge"  # the next value toward more loss cannot be accounted (its bound overflows / does not fit)
 NONE = "none"  # not met anywhere in the range (even at SIGMA_MAX, one step, a batch of one)
+BRACKETED = "bracketed"  # between two searched targets of a large grid (see _bracket_targets)
+
+#: Most distinct targets of one setting an inverse search runs; a larger grid's others are bracketed.
+TARGET_POINTS = 64
 
 
 @dataclass(frozen=True)
@@ -727,6 +731,78 @@ class Solution:
     next_value: np.ndarray | None = None
     next_epsilon: np.ndarray | None = None
     method: np.ndarray | None = None
+
+
+def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solution | None:
+    """A grid of many targets for the same setting (``keys``: the other parameters, per row), searched
+    at ``max_points`` of them and bracketed between them; None where no setting has more targets.
+
+    Both sides of a search are facts about points checked with the reported bound. For a target ε
+    between two searched targets ε_a < ε < ε_b (spread evenly in log scale, both ends always): the
+    answer at ε_a meets ε_a, so it meets ε — a feasible answer, with its bound; and the value checked
+    beyond the answer at ε_b misses ε_b, so it misses ε. The row reports the first as its answer and
+    the second as ``next_value``, as a search does, with status :data:`BRACKETED` and ``found`` false
+    (a wider gap than a search's tolerance; where ε is monotone in what is solved for, σ and T, the
+    optimum lies between them). Where ε_a's answer is at
+    the end of the range (``range-end``), so is ε's; where nothing meets ε_b (``none``), nothing meets
+    ε; either is copied. Other rows (an ``edge`` on either side) and every row of a setting with at
+    most ``max_points`` targets are searched directly by ``solve`` (rows → :class:`Solution`)."""
+    max_points = TARGET_POINTS if max_points is None else max_points
+    n = target.size
+    groups: dict = {}
+    for i in range(n):
+        groups.setdefault(tuple(float(k[i]) for k in keys), []).append(i)
+    big = {g: np.array(idx) for g, idx in groups.items() if np.unique(target[idx]).size > max_points}
+    if not big:
+        return None
+    direct = [i for g, idx in groups.items() if g not in big for i in idx]
+    anchors: dict = {}  # (setting, target) -> row searched
+    for g, idx in big.items():
+        ts = np.unique(target[idx])
+        if ts[0] > 0:  # spread evenly in log scale (both ends always), as relative gaps matter
+            picks = _geometric_pick(ts, max_points)
+        else:
+            picks = ts[np.unique(np.round(np.linspace(0, ts.size - 1, max_points)).astype(int))]
+        for x in picks:
+            anchors[(g, float(x))] = int(idx[np.flatnonzero(target[idx] == x)[0]])
+    searched = np.array(sorted(set(direct) | set(anchors.values())), dtype=int)
+    sol = solve(searched)
+    at = {int(r): k for k, r in enumerate(searched)}
+    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method")
+    out = {f: np.empty(n, dtype=np.asarray(getattr(sol, f)).dtype) for f in fields}
+
+    def copy(i, k, src=sol):
+        for f in fields:
+            out[f][i] = np.asarray(getattr(src, f))[k]
+
+    for i in direct:
+        copy(i, at[i])
+    retry = []
+    for g, idx in big.items():
+        picks = np.array(sorted(x for (gg, x) in anchors if gg == g))
+        for i in idx:
+            x = float(target[i])
+            j = int(np.searchsorted(picks, x))
+            if picks[j] == x:
+                copy(i, at[anchors[(g, x)]])
+                continue
+            a, b = at[anchors[(g, float(picks[j - 1]))]], at[anchors[(g, float(picks[j]))]]
+            if sol.status[a] == RANGE_END:
+                copy(i, a)
+            elif sol.status[b] == NONE:
+                copy(i, b)
+            elif sol.status[a] == OPTIMAL and sol.status[b] == OPTIMAL:
+                for f in ("value", "epsilon", "method"):
+                    out[f][i] = np.asarray(getattr(sol, f))[a]
+                out["next_value"][i], out["next_epsilon"][i] = sol.next_value[b], sol.next_epsilon[b]
+                out["found"][i], out["status"][i] = False, BRACKETED
+            else:
+                retry.append(i)
+    if retry:
+        again = solve(np.array(retry))
+        for k, i in enumerate(retry):
+            copy(i, k, again)
+    return Solution(**out)
 
 
 def _finite_or_nan(e) -> np.ndarray:
@@ -939,6 +1015,8 @@ def solve_sigma(
     :data:`SIGMA_RTOL` (1e-3 for pld and best, 1e-4 for rdp and gdp-clt). ``status`` says otherwise:
     ``none`` (no σ up to 1e12 meets the target), ``edge`` (the answer is the smallest σ dpcalc can
     account: the next one below cannot be accounted), ``range-end`` (met at σ = 1e-300).
+    More than :data:`TARGET_POINTS` targets for one setting: searched at that many, the others
+    ``bracketed`` between them (:func:`_bracket_targets`).
 
     ``accountant``: rdp, pld (the tight engine's upper end), gdp-clt (approximate), or best (the
     smaller of pld and rdp, as plan-sgd's default answer).
@@ -949,6 +1027,11 @@ def solve_sigma(
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, t, d, target))
+    shared = _bracket_targets(
+        (q, t, d), target, lambda r: solve_sigma(q[r], t[r], d[r], target[r], accountant, rtol=rtol, sampling=sampling)
+    )
+    if shared is not None:
+        return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     # x = −log σ: privacy loss grows with x.
@@ -1015,12 +1098,21 @@ def solve_steps(
     bracketed, and bisects to one step; re-checked with the reported bound on both sides: T meets
     the target and T + 1 misses it — ``found``. Otherwise ``status``: ``none`` (even one step is
     over; value 0), ``range-end`` (``max_steps`` meets it), ``edge`` (T + 1 cannot be accounted).
+    More than :data:`TARGET_POINTS` targets for one setting: searched at that many, the others
+    ``bracketed`` between them (:func:`_bracket_targets`).
     """
     _check_sampling(sampling)
     _check_accountant(accountant)
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, s, d, target))
+    shared = _bracket_targets(
+        (q, s, d),
+        target,
+        lambda r: solve_steps(q[r], s[r], d[r], target[r], accountant, max_steps=max_steps, sampling=sampling),
+    )
+    if shared is not None:
+        return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     def ev_search(rows, x):
@@ -1062,7 +1154,9 @@ def solve_batch_size(
     Bracketed from a central-limit guess by growing factors and bisected to one record; re-checked
     with the reported bound on both sides: B meets the target and B + 1 misses it — ``found``. B = N
     meeting it is the optimum too (``status`` range-end: a batch cannot exceed N). ε need not be
-    monotone in B; the answer is a checked point either way, and B + 1 is checked.
+    monotone in B; the answer is a checked point either way, and B + 1 is checked. More than
+    :data:`TARGET_POINTS` targets for one setting: searched at that many, the others ``bracketed``
+    between them (:func:`_bracket_targets`).
     """
     _check_sampling(sampling)
     _check_accountant(accountant)
@@ -1072,6 +1166,13 @@ def solve_batch_size(
     d = checked("delta", delta, low=0, high=1)
     target = checked("target_epsilon", target_epsilon, low=0)
     n, e, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(n, e, s, d, target))
+    shared = _bracket_targets(
+        (n, e, s, d),
+        target,
+        lambda r: solve_batch_size(n[r], e[r], s[r], d[r], target[r], accountant, sampling=sampling),
+    )
+    if shared is not None:
+        return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     def steps_of(rows, b):
