@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -363,6 +364,56 @@ def test_amplify_step_grid_shares_compositions_and_brackets_soundly():
         assert r["epsilon_lower"] <= direct.upper[0] and r["epsilon"] >= direct.lower[0], (r, direct)
 
 
-def test_group_of_a_piped_composition_says_what_to_run():
+def test_group_of_a_piped_composition_is_the_composition_of_its_parts_groups():
+    # (It was refused with the command to run on the total's (ε, δ); the parts' group guarantees composed are
+    # at least as tight.) Three (1, 1e-6) releases, groups of 2: three (2, δ₂) releases, δ₂ = 1e-6·(e² − 1)/(e − 1).
     doc, _ = _eps("compose dp --epsilon 1 --delta 1e-6 --times 3")
-    refused("group --size 2", json.dumps(doc), "composed object", "group dp --epsilon E --delta D")
+    g, _ = _eps("group --size 2 --delta 1e-4", json.dumps(doc))
+    basic = [r for r in g["rows"] if r["method"] == "basic"][0]
+    d2 = float(1e-6 * np.expm1(2.0) / np.expm1(1.0))
+    assert basic["epsilon"] == 6.0 and basic["delta"] == pytest.approx(3 * d2, rel=1e-12) and basic["delta"] >= 3 * d2
+    pld = [r for r in g["rows"] if r["method"] == "pld"][0]
+    ref, _ = _eps(f"compose dp --release 2,{d2!r},3 --target-delta 1e-4")
+    ref_pld = [r for r in ref["rows"] if r["method"] == "pld"][0]
+    assert pld["epsilon"] >= ref_pld["epsilon_lower"] and pld["epsilon_lower"] <= ref_pld["epsilon"]
+    # Piped on: the group's composition (three (2, δ₂) parts), counted once.
+    (obj,) = g["objects"]
+    assert obj["type"] == "composed" and obj["parts"][0]["times"] == 3 and obj["parts"][0]["of"]["epsilon"] == 2.0
+
+
+def test_group_of_a_dp_sgd_run_is_its_user_level_account():
+    run_ = "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 2 --noise-multiplier 1.1"
+    doc, _ = _eps(run_)
+    g, _ = _eps("group --size 2 --delta 1e-5", json.dumps(doc))
+    user, _ = _eps(run_ + " --examples-per-user 2")
+    (a,) = [r for r in g["rows"] if r["method"] == "pld"]
+    (b,) = [r for r in user["rows"] if r["method"] == "pld-user-level"]
+    assert (a["epsilon_lower"], a["epsilon"]) == (b["epsilon_lower"], b["epsilon"])
+
+
+def test_group_of_gaussian_and_shuffled_compositions_scales_sensitivity():
+    comp = {"type": "composed", "parts": [{"times": 10, "of": {"type": "gaussian", "sigma": 2.0, "sensitivity": 1.0}}]}
+    g, _ = _eps("group --size 3 --delta 1e-5", json.dumps(comp))
+    (gdp,) = [r for r in g["rows"] if r["method"] == "gdp"]
+    assert gdp["mu"] == pytest.approx(3 * np.sqrt(10) / 2, rel=1e-15) and gdp["mu"] >= 3 * np.sqrt(10) / 2
+    doc, _ = _eps("plan-sgd --dataset-size 6000 --batch-size 100 --epochs 3 --noise-multiplier 1.1 --sampling shuffle")
+    g, _ = _eps("group --size 2 --delta 1e-5", json.dumps(doc))
+    (gdp,) = [r for r in g["rows"] if r["method"] == "gdp"]
+    assert gdp["mu"] == pytest.approx(2 * np.sqrt(3) / 1.1, rel=1e-14)
+
+
+@pytest.mark.parametrize(
+    "first, mentions",
+    [
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 100 --epochs 1 --noise-multiplier 1 "
+            "--sampling without-replacement",
+            ("without-replacement", "group dp --epsilon E"),
+        ),
+        ("amplify gaussian --sigma 1 --rate 0.01 --orders 2,3", ("no order", "group of 3")),
+    ],
+)
+def test_group_of_what_has_no_group_rule_is_refused_by_name(first, mentions):
+    r = run(first + " --json")
+    assert r.exit_code == 0, r.stderr
+    refused("group --size 3 --delta 1e-5", r.stdout, *mentions)

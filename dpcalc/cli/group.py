@@ -203,12 +203,17 @@ def gaussian(sigma, sensitivity, size, delta, fmt, as_json):
 @group.command("input", hidden=True, context_settings=CONTEXT)
 @input_option
 @_size
-@grid_option("--delta", allowed=PROBABILITY, default="1e-5", help="δ at which to report ε for Gaussian mechanisms.")
+@grid_option(
+    "--delta",
+    allowed=PROBABILITY,
+    default="1e-5",
+    help="δ at which to report ε for Gaussian mechanisms and compositions.",
+)
 @output_options
 @budget_option
 def from_input(source, size, delta, fmt, as_json):
-    """Group privacy of the mechanisms or guarantees read from stdin (or --input)."""
-    from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace, type_name
+    """Group privacy of the mechanisms, guarantees or compositions read from stdin (or --input)."""
+    from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace
 
     ctx = click.get_current_context()
     with c.collecting() as results:
@@ -233,15 +238,151 @@ def from_input(source, size, delta, fmt, as_json):
                     ctx.invoke(gdp, mu=(obj.mu,), size=size, fmt=fmt, as_json=as_json)
                 elif isinstance(obj, ZCDP):
                     ctx.invoke(zcdp, rho=(obj.rho,), size=size, fmt=fmt, as_json=as_json)
-                else:
-                    raise click.UsageError(
-                        f"{where}: group privacy of a {type_name(obj)} object is not supported; "
-                        "give a mechanism or a dp, gdp or zcdp guarantee"
-                        + (
-                            " (for a composition, its total (ε, δ) from compose's rows: 'dpcalc group dp --epsilon E "
-                            "--delta D --size K')."
-                            if type_name(obj) == "composed"
-                            else "."
-                        )
-                    )
+                else:  # a composition, or another kind with a group rule (group_of says which have none)
+                    _composition(obj, where, size, delta, fmt, as_json)
     return c.emit(c.merge(results, "group"), fmt, as_json)
+
+
+def group_of(obj, k: int, where: str = "object"):
+    """The privacy object a group of k records sees, for each kind with a group rule (raises ObjectError
+    for the others). Each rule is exact for the mechanism or a sound bound for the guarantee:
+
+    - a Gaussian, Laplace, discrete Gaussian or discrete Laplace mechanism: sensitivity kΔ (the
+      mechanism itself; kΔ rounded up);
+    - μ-GDP: kμ ([DRS] Thm 2.14); ρ-zCDP: k²ρ ([BS] Prop. 5.5); pure ε: kε; (ε, δ): (kε,
+      δ(e^{kε} − 1)/(e^ε − 1)); randomised response and bounded range with ε₀: pure kε₀;
+    - an RDP curve: the group curve of :func:`dpcalc.core.group.rdp`;
+    - a Poisson-subsampled Gaussian (add/remove): the user-level pair with k examples per user (each
+      of the k records sampled independently, as every record is), or kK where it already has K;
+    - shuffled epochs without amplification (E Gaussian mechanisms on the record): the k records may
+      share a batch, so each epoch's Gaussian has sensitivity kΔ;
+    - a composition: the composition of its parts' group objects (k records differ in every part).
+    """
+    import dataclasses
+
+    from dpcalc.core import _fp
+    from dpcalc.core import group as g
+    from dpcalc.model import (
+        DP,
+        GDP,
+        ZCDP,
+        BoundedRange,
+        Composed,
+        DiscreteGaussian,
+        DiscreteLaplace,
+        Gaussian,
+        Laplace,
+        ObjectError,
+        RandomizedResponse,
+        RDPCurve,
+        Shuffled,
+        Subsampled,
+        type_name,
+    )
+
+    if isinstance(obj, Composed):
+        return Composed(tuple((group_of(p, k, f"{where} part {i}"), t) for i, (p, t) in enumerate(obj.parts, 1)))
+    if isinstance(obj, (Gaussian, Laplace)):
+        return dataclasses.replace(obj, sensitivity=float(_fp.mul_up(obj.sensitivity, float(k))))
+    if isinstance(obj, (DiscreteGaussian, DiscreteLaplace)):
+        return dataclasses.replace(obj, sensitivity=int(obj.sensitivity) * int(k))
+    if isinstance(obj, GDP):
+        return GDP(float(g.gdp(obj.mu, k)))
+    if isinstance(obj, ZCDP):
+        return ZCDP(float(g.zcdp(obj.rho, k)))
+    if isinstance(obj, (RandomizedResponse, BoundedRange)):
+        return DP(float(g.pure(obj.epsilon, k)), 0.0)
+    if isinstance(obj, DP):
+        if obj.delta == 0:
+            return DP(float(g.pure(obj.epsilon, k)), 0.0)
+        e, d = g.dp_tight(obj.epsilon, obj.delta, k)
+        return DP(float(e), float(d))
+    if isinstance(obj, RDPCurve):
+        orders, values = g.rdp(obj.orders, obj.values, k)
+        if not len(orders):
+            raise ObjectError(
+                f"{where}: the RDP curve has no order α >= {2 * g.rdp_span(k):g}, which a group of {k} needs "
+                "(its orders are halved for each doubling of the group)"
+            )
+        return RDPCurve(tuple(float(a) for a in orders), tuple(float(v) for v in values))
+    if isinstance(obj, Shuffled) and obj.batches is None:
+        # E Gaussian mechanisms on the record, unamplified: k records may share a batch, so kΔ each epoch.
+        return dataclasses.replace(obj, inner=group_of(obj.inner, k, where))
+    if (
+        isinstance(obj, Subsampled)
+        and isinstance(obj.inner, Gaussian)
+        and obj.scheme in ("poisson", "user-level")
+        and obj.neighbours == "add-remove"
+    ):
+        per_user = int(obj.examples_per_user or 1) * int(k)
+        return dataclasses.replace(obj, scheme="user-level", examples_per_user=per_user)
+    raise ObjectError(
+        f"{where}: group privacy of a {type_name(obj)} object"
+        + (f" ({obj.scheme} sampling)" if isinstance(obj, Subsampled) else "")
+        + " is not supported; give its (ε, δ) instead: 'dpcalc group dp --epsilon E --delta D --size K'"
+    )
+
+
+def _composition(obj, where, size, delta, fmt, as_json):
+    """Group privacy of a piped composition (or of one object of another kind): the composition of its parts'
+    group objects (:func:`group_of`), accounted by compose's engines at --delta, rows per group size."""
+    from dpcalc.accounting import compose_parts, flatten
+    from dpcalc.cli.compose import _mark_tightest
+    from dpcalc.model import ObjectError
+
+    rows, objects, warnings = [], [], []
+    for k in size:
+        k = int(k)
+        try:
+            grouped = group_of(obj, k, where)
+            parts = flatten(grouped, 1, where)
+        except ObjectError as exc:
+            raise click.UsageError(str(exc)) from None
+        objects.append(grouped)
+        for d in delta:
+            for t in compose_parts(parts, float(d), with_pld=True, width=c.pld_width()):
+                rows.append(
+                    {
+                        "size": k,
+                        "delta": t.delta,
+                        "mu": t.mu,
+                        "rho": t.rho,
+                        "epsilon_lower": t.epsilon_lower,
+                        "epsilon": t.epsilon,
+                        "epsilon_width": t.epsilon_width,
+                        "order": t.order,
+                        "method": t.method,
+                        "bound": t.bound,
+                    }
+                )
+                if t.epsilon_lower is not None:
+                    warnings += c.width_warnings(
+                        [f"the {t.method} total for groups of {k}"], [t.epsilon_lower], [t.epsilon], [t.met]
+                    )
+    _mark_tightest(rows, ["size", "delta"])
+    cols = [
+        ("size", "k", "int"),
+        ("delta", "δ"),
+        ("mu", "μ group", "float", "up"),
+        ("rho", "ρ group", "float", "up"),
+        ("epsilon_lower", "ε ≥ (certified)", "float", "down"),
+        ("epsilon", "ε group", "float", "up"),
+        ("order", "best α"),
+    ]
+    cols = [col for col in cols if any(r.get(col[0]) is not None for r in rows)]
+    return c.emit_rows(
+        "group",
+        {"size": list(size), "delta": list(delta)},
+        cols,
+        rows,
+        fmt,
+        as_json,
+        tail=("tightest", "method", "bound"),
+        objects=objects,
+        warnings=warnings,
+        notes=[
+            "Groups of k records of a composition: each part's group guarantee (Gaussian-type mechanisms with "
+            "sensitivity kΔ, μ → kμ, ρ → k²ρ, ε → kε, (ε, δ) → (kε, δ(e^{kε} − 1)/(e^ε − 1)), a Poisson-subsampled "
+            "Gaussian as k examples per user), composed."
+        ],
+    )
