@@ -387,7 +387,7 @@ def test_grid_of_rates_noise_and_steps_brackets_contain_direct_answers(sampling)
     q, s, t, d = _grid(
         [0.004, 0.01, 0.02], [1.0, 1.3, 2.0], [50, 100, 200], [1e-5, 1e-7] if sampling == "poisson" else [1e-5]
     )
-    c = sgd.tight_curve(q, s, t, d, sampling, max_points=2, budget=8)
+    c = sgd.tight_curve(q, s, t, d, sampling, max_points=2, budget=8, direct=0)
     composed = c.method != sgd.BRACKET
     assert composed.any() and (~composed).sum() > q.size // 2
     assert np.all(np.isfinite(c.lower) & np.isfinite(c.upper))
@@ -410,7 +410,7 @@ def test_a_large_sigma_grid_composes_the_lattice_only(monkeypatch):
 
     monkeypatch.setattr(sgd, "tight_interval", counting)
     s = np.linspace(0.8, 2.0, 400)
-    c = sgd.tight_curve(0.01, s, 100, 1e-5, max_points=8, budget=16)
+    c = sgd.tight_curve(0.01, s, 100, 1e-5, max_points=8, budget=16, direct=100)
     assert sum(calls) <= 8 and (c.method == sgd.BRACKET).sum() >= 390
     # ε falls with σ, and so do the bracket's ends (each taken from a lattice setting).
     assert np.all(np.diff(c.upper) <= 0) and np.all(np.diff(c.lower) <= 0)
@@ -424,23 +424,24 @@ def test_best_of_a_large_grid_is_the_smaller_sound_bound_at_every_row():
     # α = 128): at σ = 3.311 it is 0.0198, below the bracket's 0.0203 from σ = 2.2, while at σ = 3.3115 it is
     # 0.0220 (found by review). So RDP is computed at every row and the smaller bound taken.
     s = np.array([2.2, 3.311, 3.3115])
-    b = sgd.best(0.002913, s, 91, 0.00044, curve=True, max_points=2, budget=4)
+    b = sgd.best(0.002913, s, 91, 0.00044, curve=True, max_points=2, budget=4, direct=0)
     assert b.tight.method[1] == sgd.BRACKET
     rdp = np.asarray(sgd._rdp_epsilon(np.full(3, 0.002913), s, np.full(3, 91.0), np.full(3, 0.00044)))
     assert np.array_equal(b.upper, np.minimum(rdp, b.tight.upper)) and b.method[1] == "rdp"
     s = np.geomspace(0.9, 1.1, 300)
-    b = sgd.best(0.02, s, 300, 1e-6, curve=True, max_points=12, budget=12)
+    b = sgd.best(0.02, s, 300, 1e-6, curve=True, max_points=12, budget=12, direct=100)
     rdp = np.asarray(sgd._rdp_epsilon(np.full(s.size, 0.02), s, np.full(s.size, 300.0), np.full(s.size, 1e-6)))
     assert (b.tight.method == sgd.BRACKET).sum() > 250
     assert np.array_equal(b.upper, np.fmin(rdp, b.tight.upper))
 
 
 def test_plan_sgd_noise_grid_beyond_the_budget_is_bracketed_and_said():
-    d = doc("plan-sgd --rate 0.01 --steps 20 --noise-multiplier 1:2:300 --delta 1e-5")
+    n = sgd.DIRECT_POINTS + 76  # one composition per σ would be more than DIRECT_POINTS: a lattice
+    d = doc(f"plan-sgd --rate 0.01 --steps 20 --noise-multiplier 1:2:{n} --delta 1e-5")
     rows = d["rows"]
-    assert len(rows) == 300
+    assert len(rows) == n
     br = [r for r in rows if r["method"] == "pld-bracket"]
-    assert len(br) >= 300 - sgd.CURVE_POINTS
+    assert len(br) >= n - sgd.CURVE_POINTS
     assert any("pld-bracket" in w and "falls with σ" in w for w in d["warnings"])
     for r in br[::40]:
         one = sgd.tight_interval(0.01, r["noise_multiplier"], 20, 1e-5)
@@ -497,3 +498,28 @@ def test_plan_sgd_target_grid_beyond_the_budget_says_so():
         if r["search"] == "bracketed"
     )
     assert any(f"{n_br} rows (search: bracketed)" in w for w in d["warnings"])
+
+
+def test_grids_within_the_direct_budget_are_composed_row_by_row():
+    # (Review: a product lattice bracketed 298 of 300 rows of a --dataset-size grid, 28 % wide, and per-epoch
+    # curves of 20 noise multipliers; both are composed row by row while that is at most DIRECT_POINTS
+    # compositions.) q and T varying together, as a dataset-size grid makes them:
+    n = np.array([3000.0, 4000, 6000, 9000, 13000, 20000])
+    q, t = 50 / n, np.ceil(2 * n / 50)
+    c = sgd.tight_curve(q, 1.0, t, 1e-6, max_points=4, budget=8, direct=6)
+    assert not (c.method == sgd.BRACKET).any()
+    one = sgd.tight_interval(q, 1.0, t, 1e-6)
+    assert np.array_equal(c.upper, one.upper) and np.array_equal(c.lower, one.lower)
+    # Curves of several σ: each σ's curve bracketed along its own T only (5 σ × 4 composed step counts).
+    s, tt = np.meshgrid([0.8, 0.9, 1.0, 1.1, 1.2], np.arange(10, 90, 10), indexing="ij")
+    c = sgd.tight_curve(0.01, s.ravel(), tt.ravel(), 1e-5, max_points=4, budget=8, direct=20)
+    br = c.method == sgd.BRACKET
+    assert br.sum() == 5 * (8 - 4)
+    direct = sgd.tight_interval(0.01, s.ravel(), tt.ravel(), 1e-5)
+    assert np.array_equal(c.upper[~br], direct.upper[~br])
+    # A bracket from its own σ's curve is at most one step count's worth wide: its ends are the σ's own answers
+    # at the composed step counts on either side.
+    for k in np.flatnonzero(br)[:6]:
+        same = (s.ravel() == s.ravel()[k]) & ~br
+        above = same & (tt.ravel() > tt.ravel()[k])
+        assert c.upper[k] == direct.upper[above][0]

@@ -304,13 +304,13 @@ def bracket_warnings(tight) -> list[str]:
         return []
     wide = int(np.sum(bracketed & ~tight.met))
     return [
-        f"{int(bracketed.sum())} rows (method pld-bracket) lie between the settings that PLD composes (at most "
-        f"{sgd.GRID_POINTS} per command, {sgd.CURVE_POINTS} values of each of q, σ and T): ε grows with q and T "
-        "and falls with σ, so their ε ≥ is the certified lower end at the nearest composed setting with less "
-        "privacy loss and ε the certified upper end at the nearest with more — both still certified bounds"
+        f"{int(bracketed.sum())} rows (method pld-bracket) lie between the settings that PLD composes (per q and "
+        f"σ at most {sgd.CURVE_POINTS} step counts; a grid needing more than {sgd.DIRECT_POINTS} compositions, a "
+        f"lattice of {sgd.GRID_POINTS} settings): ε grows with q and T and falls with σ, so their ε ≥ is the "
+        "certified lower end at the nearest composed setting with less privacy loss and ε the certified upper "
+        "end at the nearest with more — both still certified bounds"
         + (
-            f"; {wide} of these intervals are wider than asked (a grid of at most {sgd.GRID_POINTS} settings "
-            "is composed at every row)."
+            f"; {wide} of these intervals are wider than asked (split the grid to have more rows composed)."
             if wide
             else "."
         )

@@ -248,9 +248,9 @@ def gaussian(
         nb = "add-remove" if poisson else "substitution"
         e_rdp = sgd.epsilon(q, s_, t, d, "rdp") if poisson else np.full(q.shape, np.nan)
         if accountant != "rdp" or not poisson:
-            # A grid shares compositions (as plan-sgd's): at most sgd.GRID_POINTS settings (sgd.CURVE_POINTS
-            # values of each of q, σ, T) are composed, the others bracketed between them (ε is monotone in
-            # each) — 10,000 step counts or noise multipliers in the time of 128.
+            # A curve or grid shares compositions (sgd.tight_curve): per (q, σ) at most sgd.CURVE_POINTS step
+            # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
+            # between are bracketed (ε is monotone in q, σ and T).
             tight = sgd.tight_curve(q, s_, t, d, sch, **c.pld_kw())
             lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
             bracketed = tight.method == sgd.BRACKET

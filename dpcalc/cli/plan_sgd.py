@@ -356,8 +356,9 @@ def plan_sgd(
         if e == "pld":
             # The tight engine (PLD, or its exact routes), and for the default answer the smaller of its
             # upper end and RDP's (sgd.best).
-            # An ε curve or a grid shares compositions: at most sgd.GRID_POINTS settings (sgd.CURVE_POINTS values
-            # of each of q, σ, T) are composed, the rows between them bracketed (ε is monotone in each).
+            # A curve or grid shares compositions (sgd.tight_curve): per (q, σ) at most sgd.CURVE_POINTS step
+            # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
+            # between are bracketed (ε is monotone in q, σ and T).
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
             t = best.tight
             bracketed = t.method == sgd.BRACKET

@@ -305,7 +305,10 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
 
 #: Most distinct values of one parameter (q, σ or T) that :func:`tight_curve` composes.
 CURVE_POINTS = 128
-#: Most settings (q, σ, T) that :func:`tight_curve` composes for one call; the other rows are bracketed.
+#: Most compositions :func:`tight_curve` runs row by row (every setting, or per (q, σ) at most
+#: CURVE_POINTS step counts); a larger grid is answered on a lattice of GRID_POINTS settings.
+DIRECT_POINTS = 1024
+#: Most settings (q, σ, T) of that lattice; the other rows are bracketed.
 GRID_POINTS = 256
 
 #: Method of a row bracketed between composed settings (see :func:`tight_curve`).
@@ -381,16 +384,21 @@ class _Lattice:
         return np.asarray(values).reshape(self.shape)[self.up]
 
 
-def _lattice(q, sigma, steps, delta, max_points: int, budget: int) -> _Lattice | None:
-    """The lattice for a grid of more than ``budget`` settings (or more than ``max_points`` values of
-    one parameter), over its rows other than the closed forms' (q = 1, T = 1); None for a smaller grid."""
+def _curve_cost(q, sigma, steps, rows, max_points: int) -> int:
+    """Compositions of the row-by-row route: per (q, σ), its step counts (at most ``max_points``)."""
+    qs = np.stack([q[rows], sigma[rows]])
+    pairs, inv = np.unique(qs, axis=1, return_inverse=True)
+    per = np.unique(np.stack([inv.ravel(), steps[rows]]), axis=1)[0]
+    return int(np.minimum(np.bincount(per.astype(int), minlength=pairs.shape[1]), max_points).sum())
+
+
+def _lattice(q, sigma, steps, delta, max_points: int, budget: int, direct: int) -> _Lattice | None:
+    """The lattice for a grid whose row-by-row route (:func:`_curve_cost`) would run more than ``direct``
+    compositions, over its rows other than the closed forms' (q = 1, T = 1); None for a smaller grid."""
     rows = np.flatnonzero((q < 1.0) & (steps > 1))
-    if not rows.size:
+    if not rows.size or _curve_cost(q, sigma, steps, rows, max_points) <= direct:
         return None
     axes = [np.unique(a[rows]) for a in (q, sigma, steps)]
-    n_settings = np.unique(np.stack([q[rows], sigma[rows], steps[rows]]), axis=1).shape[1]
-    if n_settings <= budget and all(a.size <= max_points for a in axes):
-        return None
     k = _picks_per_axis([a.size for a in axes], max_points, budget)
     pq, ps, pt = (_geometric_pick(a, kk) for a, kk in zip(axes, k))
     ds = np.unique(delta[rows])
@@ -404,10 +412,18 @@ def _lattice(q, sigma, steps, delta, max_points: int, budget: int) -> _Lattice |
 
 
 def tight_curve(
-    q, sigma, steps, delta, sampling: str = "poisson", max_points: int = CURVE_POINTS, budget: int = GRID_POINTS, **kw
+    q,
+    sigma,
+    steps,
+    delta,
+    sampling: str = "poisson",
+    max_points: int = CURVE_POINTS,
+    budget: int = GRID_POINTS,
+    direct: int = DIRECT_POINTS,
+    **kw,
 ) -> Tight:
     """Certified intervals on ε for a grid of settings: an ε curve (``--per-epoch``), or a grid of
-    sampling rates, noise multipliers and step counts, at the cost of at most ``budget`` compositions.
+    sampling rates, noise multipliers and step counts.
 
     ε is monotone in each parameter, for the mechanism as for the pairs the engine composes: it does
     not fall with T (the output of T steps is a post-processing of the output of T' > T steps), nor
@@ -420,40 +436,65 @@ def tight_curve(
     σ' >= σ, T' <= T) is a lower end for the row, and a certified upper end at one with more loss an
     upper end.
 
-    Where the grid has at most ``budget`` distinct settings (q, σ, T) and at most ``max_points``
-    values of each, every row is answered by :func:`tight_interval` (the same numbers as one row at a
-    time); rows with q = 1 or T = 1 (closed forms) always are. Otherwise a lattice of at most
-    ``max_points`` values of each parameter (spread evenly in log scale, both ends always), at most
-    ``budget`` settings in all, is composed at every δ asked (:func:`_lattice`); a row on the lattice
-    gets its own answer, and every other row the largest certified lower end among lattice settings
-    with less loss and the smallest certified upper end among those with more, with method
-    :data:`BRACKET` (``met``: whether that interval is as narrow as asked).
+    Row by row where that runs at most ``direct`` compositions: each (q, σ) with at most
+    ``max_points`` step counts has every row answered by :func:`tight_interval` (the same numbers as
+    one row at a time); one with more has ``max_points`` of them composed (spread evenly in log T,
+    both ends always) and the others bracketed along T. A larger grid (10,000 noise multipliers, say)
+    is answered on a lattice of at most ``max_points`` values of each of q, σ and T, at most
+    ``budget`` settings in all, composed at every δ asked (:func:`_lattice`): a row on it gets its
+    own answer, every other row the largest certified lower end among lattice settings with less
+    loss and the smallest certified upper end among those with more. Bracketed rows have method
+    :data:`BRACKET` (``met``: whether the interval is as narrow as asked). Rows with q = 1 or T = 1
+    (closed forms) are always answered directly.
     """
-    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from .pld.engine import ABS_WIDTH, REL_WIDTH
 
     _check_sampling(sampling)
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
     lo, up, method, met = _blank(n, met=False)
-    lat = _lattice(q, sigma, steps, delta, max_points, budget)
-    direct = np.arange(n)
-    if lat is not None:
-        rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
-        direct = np.setdiff1d(direct, lat.rows)
-        t = tight_interval(*lat.settings(), sampling, **kw)
-        on, rows = lat.on, lat.rows
-        u, l_ = lat.upper(t.upper), lat.lower(t.lower)
-        lo[rows] = np.where(on, lat.own(t.lower), np.where(np.isfinite(l_), l_, 0.0))  # ε >= 0 always
-        up[rows] = np.where(on, lat.own(t.upper), u)
-        method[rows] = np.where(on, lat.own(t.method), BRACKET)
-        met[rows] = np.where(on, lat.own(t.met), within(lo[rows], up[rows], rel, abs_))
-    if direct.size:
-        t = tight_interval(q[direct], sigma[direct], steps[direct], delta[direct], sampling, **kw)
-        lo[direct], up[direct], method[direct], met[direct] = t.lower, t.upper, t.method, t.met
+    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    lat = _lattice(q, sigma, steps, delta, max_points, budget, direct)
+    if lat is None:
+        # Row by row, each (q, σ) with more than max_points step counts bracketed along T (a lattice of
+        # one q and one σ).
+        direct_rows = []
+        groups: dict = {}
+        for i in range(n):
+            groups.setdefault((float(q[i]), float(sigma[i])), []).append(i)
+        for (qq, ss), idx in groups.items():
+            idx = np.array(idx)
+            if qq >= 1.0 or np.unique(steps[idx]).size <= max_points:
+                direct_rows.append(idx)
+                continue
+            one = _lattice(q[idx], sigma[idx], steps[idx], delta[idx], max_points, max_points, 0)
+            direct_rows.append(idx[np.setdiff1d(np.arange(idx.size), one.rows)])
+            _bracket(one, idx, lo, up, method, met, sampling, rel, abs_, kw)
+        todo = np.concatenate(direct_rows) if direct_rows else np.zeros(0, int)
+    else:
+        todo = np.setdiff1d(np.arange(n), lat.rows)
+        _bracket(lat, np.arange(n), lo, up, method, met, sampling, rel, abs_, kw)
+    if todo.size:
+        t = tight_interval(q[todo], sigma[todo], steps[todo], delta[todo], sampling, **kw)
+        lo[todo], up[todo], method[todo], met[todo] = t.lower, t.upper, t.method, t.met
     bad = ~(np.isfinite(lo) & np.isfinite(up))  # (a bracketed row with no certified upper end: no claim)
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     return Tight(lo, up, method, _bounds(method, met), met)
+
+
+def _bracket(lat: _Lattice, idx, lo, up, method, met, sampling, rel, abs_, kw) -> None:
+    """Compose ``lat``'s settings and fill its rows (``idx[lat.rows]`` of the output arrays): their own
+    answer on the lattice, else the bracket between the nearest settings with less and more loss."""
+    from .pld.engine import within
+
+    t = tight_interval(*lat.settings(), sampling, **kw)
+    on, rows = lat.on, idx[lat.rows]
+    u, l_ = lat.upper(t.upper), lat.lower(t.lower)
+    lo[rows] = np.where(on, lat.own(t.lower), np.where(np.isfinite(l_), l_, 0.0))  # ε >= 0 always
+    up[rows] = np.where(on, lat.own(t.upper), u)
+    method[rows] = np.where(on, lat.own(t.method), BRACKET)
+    met[rows] = np.where(on, lat.own(t.met), within(lo[rows], up[rows], rel, abs_))
 
 
 @dataclass(frozen=True)
@@ -485,17 +526,18 @@ def best(
     curve: bool = False,
     max_points: int = CURVE_POINTS,
     budget: int = GRID_POINTS,
+    direct: int = DIRECT_POINTS,
     **kw,
 ) -> Best:
     """The tightest sound answer per case: min(tight engine's upper end, RDP) — RDP for Poisson
     sampling only — with the tight engine's certified lower end. Where the tight engine cannot
     answer, RDP alone (no lower end); without replacement there is no RDP, and such a case is NaN.
     ``curve``: the tight engine's intervals by :func:`tight_curve` (a curve or grid of settings, with its
-    ``max_points`` and ``budget``).
+    ``max_points``, ``budget`` and ``direct``).
     """
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     if curve:
-        t = tight_curve(q, sigma, steps, delta, sampling, max_points=max_points, budget=budget, **kw)
+        t = tight_curve(q, sigma, steps, delta, sampling, max_points=max_points, budget=budget, direct=direct, **kw)
     else:
         t = tight_interval(q, sigma, steps, delta, sampling, **kw)
     if sampling == "poisson":
