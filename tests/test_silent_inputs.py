@@ -417,3 +417,10 @@ def test_group_of_what_has_no_group_rule_is_refused_by_name(first, mentions):
     r = run(first + " --json")
     assert r.exit_code == 0, r.stderr
     refused("group --size 3 --delta 1e-5", r.stdout, *mentions)
+
+
+def test_group_of_a_part_no_engine_can_account_is_refused_not_crashed():
+    # (Hypothesis, CI of the twenty-second session: a user-level part of a million examples at σ = 0.05 was an
+    # internal error, exit 3.)
+    obj = '{"type": "subsampled", "rate": 1e-9, "inner": {"type": "gaussian", "sigma": 0.05}}'
+    refused("group --size 1e6", obj, "groups of 1000000", "PLD engine")

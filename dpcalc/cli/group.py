@@ -340,7 +340,11 @@ def _composition(obj, where, size, delta, fmt, as_json):
             raise click.UsageError(str(exc)) from None
         objects.append(grouped)
         for d in delta:
-            for t in compose_parts(parts, float(d), with_pld=True, width=c.pld_width()):
+            try:
+                totals = compose_parts(parts, float(d), with_pld=True, width=c.pld_width())
+            except ObjectError as exc:  # (e.g. a user-level part whose loss distribution does not fit a grid)
+                raise click.UsageError(f"{where}, groups of {k}: {exc}") from None
+            for t in totals:
                 rows.append(
                     {
                         "size": k,
