@@ -44,8 +44,7 @@ CASES = [
     ),
     (
         "plan-sgd dataset-size grid of 10,000 (q and T vary)",
-        "plan-sgd --dataset-size 10000:1009900:10000 --batch-size 256 --epochs 10 --noise-multiplier 1 "
-        "--delta 1e-7",
+        "plan-sgd --dataset-size 10000:1009900:10000 --batch-size 256 --epochs 10 --noise-multiplier 1 --delta 1e-7",
     ),
     (
         "amplify gaussian σ grid of 10,000 (pld lattice, rdp rows)",
@@ -73,6 +72,14 @@ CASES = [
     (
         "plan-sgd --target-epsilon 3 (solve batch size, pld)",
         "plan-sgd --dataset-size 60000 --epochs 60 --noise-multiplier 1.1 --delta 1e-5 --target-epsilon 3",
+    ),
+    (
+        "plan-sgd --to attack, σ = 0.7 (pld risk profile)",
+        f"plan-sgd {MNIST} --epochs 60 --noise-multiplier 0.7 --to attack --fpr 0.001,0.01",
+    ),
+    (
+        "plan-sgd --to tradeoff, σ = 1.1 (pld risk profile)",
+        f"plan-sgd {MNIST} --epochs 60 --noise-multiplier 1.1 --to tradeoff --alpha 1e-5,1e-3,0.1",
     ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),

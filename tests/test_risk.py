@@ -20,6 +20,7 @@ from scipy.stats import norm
 from dpcalc.cli import cli
 from dpcalc.core import pld
 from dpcalc.core.pld import risk
+from dpcalc.core.pld.engine import READ_SLACK, _cover_tilts
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "dpcalc/schema/result-v1.schema.json").read_text())
 ALPHA = np.array([1e-8, 1e-5, 1e-3, 0.01, 0.05, 0.2, 0.5, 0.8, 0.99, 1.0])
@@ -303,3 +304,24 @@ def test_readme_ledger_attack_reading_is_current(monkeypatch):
     readme = (root / "README.md").read_text(encoding="utf-8")
     assert f"max TPR {tight:.2g} at FPR 0.01" in readme and f"would allow {loose:.2g}" in readme
     assert tight < loose
+
+
+def test_profile_reads_share_few_tilts_each_within_the_slack_of_the_best():
+    # A ladder of tilts and a convex log-MGF: each ε's tilt keeps the Chernoff exponent G(λ) − λε within
+    # READ_SLACK of the best rung's (so the round-off allowance grows at most e^READ_SLACK times), and
+    # the greedy cover needs far fewer distinct tilts than the per-ε argmin.
+    ts = 2.0 ** np.arange(-12.0, 8.0, 0.5)
+    total = 2.0 * ts * (ts + 1.0)  # a Gaussian composition's (μ² = 4): convex in λ
+    total[-3:] = np.inf  # rungs past the MGF's reach
+    eps = np.linspace(0.0, 20.0, 2001)
+    ex = np.where(np.isfinite(total), total[None, :] - ts[None, :] * eps[:, None], np.inf)
+    best = ex.min(axis=1)
+    tilts = _cover_tilts(ts, total, eps)
+    idx = np.searchsorted(ts, tilts)
+    assert np.all(ts[idx] == tilts)
+    assert np.all(ex[np.arange(eps.size), idx] <= best + READ_SLACK)
+    argmin = ts[np.argmin(ex, axis=1)]
+    assert np.unique(tilts).size < np.unique(argmin).size
+    assert np.array_equal(_cover_tilts(ts, total, eps, slack=0.0), argmin)
+    # No finite rung at all: the smallest, as before.
+    assert np.all(_cover_tilts(ts, np.full(ts.shape, np.inf), eps) == ts[0])
