@@ -10,6 +10,7 @@ accounts for, :mod:`dpcalc.core.pld.risk` gives certified intervals on β(α) (t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -27,6 +28,18 @@ class Case:
     #: The PLD pair dominates the mechanism without being the output of two datasets (truncated Poisson, a
     #: balls-in-bins epoch): its sound-side readings hold for the mechanism, its other ends are not shown.
     dominating: bool = False
+    #: Where the PLD engine cannot read the case's curve (a step whose losses no grid holds: σ = 1e-12 or
+    #: 1e308, randomized response with ε₀ = 1e15): a function of the δ ladder giving sound (ε, δ) pairs
+    #: (arrays, ε = inf where none) and the names of the engines that produced them (:func:`_fallback_rows`).
+    fallback: Callable | None = None
+
+
+#: The δ ladder of a fallback reading: 1e-1 … 1e-15 every half decade (each (ε, δ) pair gives one
+#: trade-off function f_{ε,δ}; the reading is their maximum, so more pairs only tighten it).
+FALLBACK_DELTAS = np.logspace(-1.0, -15.0, 29)
+
+#: Exceptions by which the PLD engine says it cannot read a case (no grid holds or fits its losses).
+_NO_PLD = (MemoryError, ValueError, FloatingPointError, OverflowError, ZeroDivisionError, ArithmeticError)
 
 
 def mechanisms(parts, delta: float | None = None) -> list | None:
@@ -103,27 +116,58 @@ def case_of_parts(parts, base: dict, label: str) -> Case | None:
 
         # μ rounded up (the safe side of every reading: advantage and TPR grow with μ, β falls).
         return Case(base, mu=_gauss_mu(parts), label=label)
+    from dpcalc.accounting import safe_side_only
+
+    fallback = _parts_fallback(parts)
     try:
         mechs = mechanisms(parts)
-    except ValueError as exc:  # a pair beyond what the PLD engine represents (an (ε, δ) object with ε past ~745)
+    except (MemoryError, ValueError) as exc:
+        # A pair too large to build (a piped user-level step of 10^15 examples) or beyond what the engine
+        # represents (an (ε, δ) object with ε past ~745, a shuffled epoch at σ = 1e-5): the fallback reads it.
         from dpcalc.core.errors import ValidationError
 
         if isinstance(exc, ValidationError):  # an input out of a mechanism's range: the caller names it
             raise
+        return Case(base, label=label, dominating=safe_side_only(parts), fallback=fallback)
+    if mechs is None:
         return None
-    from dpcalc.accounting import safe_side_only
-
-    return None if mechs is None else Case(base, mechs=mechs, label=label, dominating=safe_side_only(parts))
+    return Case(base, mechs=mechs, label=label, dominating=safe_side_only(parts), fallback=fallback)
 
 
-def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dict], list[str]]:
-    """Columns, rows and notes of the readings: ``target`` "tradeoff" (``points`` are α) or "attack" (FPRs)."""
+def _parts_fallback(parts) -> Callable:
+    """The (ε, δ) pairs of accounting parts on the δ ladder: each δ's tightest sound total (RDP, zCDP,
+    closed forms — :func:`dpcalc.accounting.compose_parts`), inf where no method bounds it."""
+
+    def pairs(deltas):
+        from dpcalc.accounting import compose_parts, tightest
+        from dpcalc.model import ObjectError
+
+        eps, dl, names = np.full(deltas.shape, np.inf), np.array(deltas, float), set()
+        for i, d in enumerate(deltas):
+            try:
+                t = tightest(compose_parts(list(parts), float(d)))
+            except (ObjectError, *_NO_PLD):
+                continue
+            if np.isfinite(t.epsilon):
+                eps[i], dl[i] = t.epsilon, min(float(t.delta), float(d))
+                names.add(t.method)
+        return eps, dl, names
+
+    return pairs
+
+
+def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dict], list[str], list[str]]:
+    """Columns, rows, notes and warnings of the readings: ``target`` "tradeoff" (``points`` are α) or
+    "attack" (FPRs). A case the PLD engine cannot read is bounded through its fallback's (ε, δ) pairs
+    (:func:`_fallback_reading`), one-sided, with a warning."""
     from dpcalc.core import gdp as g
     from dpcalc.core.pld import risk
 
     pts = np.asarray(points, float)
     out: list[dict] = []
     methods = set()
+    warnings: list[str] = []
+    loose = False
     for case in cases:
         if case.mu is not None:
             mu = np.full(pts.shape, case.mu)
@@ -134,11 +178,33 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
                 adv = float(np.asarray(g.advantage(case.mu)))
             method, bound = f"gdp-{target}", "exact"
         else:
-            prof = risk.profile(case.mechs)
-            b_lo, b_hi = risk.tradeoff(prof, pts)
-            a_lo, a_hi = risk.advantage(prof)
-            method = f"pld-{target}"
             bound = "lower" if target == "tradeoff" else "upper"
+            try:
+                if case.mechs is None:
+                    raise MemoryError("no pair was built")
+                prof = risk.profile(case.mechs)
+            except _NO_PLD as exc:
+                from dpcalc.core.errors import ValidationError
+
+                if isinstance(exc, ValidationError):
+                    raise
+                prof = None
+            if prof is not None:
+                b_lo, b_hi = risk.tradeoff(prof, pts)
+                a_lo, a_hi = risk.advantage(prof)
+                method = f"pld-{target}"
+            else:
+                b_lo, a_hi, names = _fallback_reading(case, pts)
+                b_hi = np.full(pts.shape, np.nan)
+                a_lo = None
+                method = f"dp-{target}"
+                what = case.label or "the mechanism"
+                how = f" (from {', '.join(sorted(names))})" if names else " (none: the trivial bounds)"
+                warnings.append(
+                    f"the PLD engine cannot read the trade-off curve of {what} (its losses fit no grid); the "
+                    f"{method} rows bound it through (ε, δ) guarantees{how}, one-sided and looser."
+                )
+                loose = True
         methods.add(method.split("-")[0])
         for k, x in enumerate(pts):
             row = dict(case.base)
@@ -146,14 +212,16 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
                 if case.mu is not None:
                     row.update(alpha=float(x), beta=float(beta[k]), beta_upper=None)
                 else:
-                    row.update(alpha=float(x), beta=float(b_lo[k]), beta_upper=float(b_hi[k]))
+                    row.update(
+                        alpha=float(x), beta=float(b_lo[k]), beta_upper=None if np.isnan(b_hi[k]) else float(b_hi[k])
+                    )
             elif case.mu is not None:
                 row.update(fpr=float(x), tpr=float(tpr[k]), tpr_lower=None, advantage=adv, advantage_lower=None)
             else:
                 row.update(
                     fpr=float(x),
                     tpr=float(min(1.0, 1.0 - b_lo[k])),
-                    tpr_lower=float(max(0.0, 1.0 - b_hi[k])),
+                    tpr_lower=None if np.isnan(b_hi[k]) else float(max(0.0, 1.0 - b_hi[k])),
                     advantage=a_hi,
                     advantage_lower=a_lo,
                 )
@@ -186,6 +254,13 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
             "and max TPR−FPR its advantage (δ at ε = 0). pld rows: certified upper bounds, with TPR ≥ and adv. ≥ "
             "the certified lower ends (what the worst case reaches); gdp rows are exact (μ-GDP)."
         ]
+    if loose:
+        notes.append(
+            f"dp-{target} rows: the PLD engine could not read the mechanism's curve, so β is bounded from below by "
+            "the maximum of the trade-off functions f_{ε,δ} of sound (ε, δ) guarantees at δ = 1e-1 … 1e-15 (and "
+            "the advantage by (e^ε − 1 + 2δ)/(e^ε + 1)): an attack can be no better, but it may be far worse; the "
+            "other ends are not certified and are left empty."
+        )
     if any(c.dominating for c in cases):
         notes.append(
             "A truncated-Poisson or balls-in-bins release, or one sampled without replacement over 2 or more steps, "
@@ -199,7 +274,40 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
         for r in out:
             for k in drop:
                 r.pop(k, None)
-    return cols, out, notes
+    return cols, out, notes, warnings
+
+
+def _fallback_reading(case: Case, alpha: np.ndarray):
+    """(β_lo at each α, an upper bound on the advantage, engine names) from the case's (ε, δ) pairs.
+
+    Each pair is a true guarantee, so f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} <= f(α) ([DRS]
+    Prop. 2.5) and the advantage δ(0) is at most (e^ε − 1 + 2δ)/(e^ε + 1) (the largest TPR − FPR that
+    f_{ε,δ} allows). Larger ε or δ only lowers f_{ε,δ}, so ε and δ that are upper bounds keep it sound.
+    Without a fallback (or a finite pair): β >= 0 and advantage <= 1, the trivial bounds."""
+    if case.fallback is None:
+        return np.zeros(alpha.shape), 1.0, set()
+    eps, dl, names = case.fallback(FALLBACK_DELTAS)
+    ok = np.isfinite(eps)
+    eps, dl = eps[ok], dl[ok]
+    if not eps.size:
+        names = set()
+    beta = np.zeros(alpha.shape)
+    adv = 1.0
+    if eps.size:
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = np.exp(eps)[:, None]  # inf past ε ≈ 709: the first term is then 1 − δ at α = 0, −inf above
+            d, a = dl[:, None], alpha[None, :]
+            first = 1.0 - d - np.where(a > 0, e * a, 0.0)
+            f = np.maximum(np.maximum(first, (1.0 - d - a) / e), 0.0)
+            # (e^ε − 1 + 2δ)/(e^ε + 1), written so that e^ε = inf gives 1.
+            adv_j = 1.0 - 2.0 * (1.0 - dl) / (np.exp(eps) + 1.0)
+        # Rounded toward the safe side by a few ulps of 1 (the arithmetic's error), within [0, 1].
+        beta = np.clip(f.max(axis=0) - 8 * _EPS, 0.0, 1.0)
+        adv = float(np.clip(np.min(adv_j) + 8 * _EPS, 0.0, 1.0))
+    return beta, adv, names
+
+
+_EPS = float(np.finfo(float).eps)
 
 
 # ---------------------------------------------------------------------------------------------- DP-SGD runs
@@ -217,7 +325,39 @@ def sgd_mechanisms(rate: float, sigma: float, steps: int, sampling: str = "poiss
     step = pld.subsampled_gaussian(rate, sigma) if sampling == "poisson" else pld.sampled_wor_gaussian(rate, sigma)
     # Sampled without replacement over 2 or more steps: the C_q hull's composition is not known to be reached
     # by two datasets, so only its safe side is read (see dpcalc.core.sgd.tight_interval).
-    return Case({}, mechs=[(step, int(steps))], dominating=sampling != "poisson" and int(steps) >= 2)
+    dominating = sampling != "poisson" and int(steps) >= 2
+    return Case(
+        {}, mechs=[(step, int(steps))], dominating=dominating, fallback=_sgd_fallback(rate, sigma, steps, sampling)
+    )
+
+
+def _sgd_fallback(rate: float, sigma: float, steps: int, sampling: str) -> Callable:
+    """A run's (ε, δ) pairs where the PLD engine cannot read it: (0, the steps' total variation bound) —
+    the advantage is at most it — and, for Poisson sampling, RDP's ε on the δ ladder."""
+
+    def pairs(deltas):
+        from dpcalc.core import sgd
+        from dpcalc.core.pld import exact
+
+        eps, dl, names = [], [], set()
+        try:
+            tv = float(np.asarray(exact.total_variation_upper(rate, sigma, steps, sampling)).reshape(-1)[0])
+        except _NO_PLD:
+            tv = np.nan
+        if tv < 1.0:
+            eps.append(0.0)
+            dl.append(tv)
+            names.add("total-variation")
+        if sampling == "poisson":
+            n = len(deltas)
+            r = np.asarray(sgd._rdp_epsilon(np.full(n, rate), np.full(n, sigma), np.full(n, steps), deltas), float)
+            eps += list(r)
+            dl += list(deltas)
+            if np.isfinite(r).any():
+                names.add("rdp")
+        return np.asarray(eps, float), np.asarray(dl, float), names
+
+    return pairs
 
 
 def attack_bounds(rate, sigma, steps, fpr=None, sampling: str = "poisson", quick: bool = False):

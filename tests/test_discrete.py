@@ -106,6 +106,25 @@ def test_dgauss_delta_interval_contains_mpmath(sigma, sens, eps):
     assert D.dgauss_delta_at(sigma, eps, sens) == hi
 
 
+@pytest.mark.parametrize(
+    "sigma, sens, eps", [(1.0, 30, 569.9), (1.0, 300, 46199.9), (0.5, 20, 800.0), (2.0, 100, 1300.0)]
+)
+def test_dgauss_delta_far_beyond_the_table_is_exact(sigma, sens, eps):
+    """Δ/σ past the table's half-width: the Q-masses of the atoms above ε underflow (e^{−(Δ+4)²/2} at Δ = 300),
+    while e^ε times them is of the order of their P-masses. δ stays exact (it was a bound 0.08 too high in ε,
+    labelled exact, and the ε search failed past Δ/σ ≈ 200)."""
+    lo, hi = D.dgauss_delta_interval(sigma, eps, sens)
+    exact = mp_dg_delta(sigma, eps, sens)
+    assert lo <= exact <= hi and hi - lo <= 1e-9 * hi
+
+
+@pytest.mark.parametrize("sigma, sens, delta", [(1.0, 30, 1e-5), (1.0, 300, 1e-5), (1.0, 3000, 1e-3)])
+def test_dgauss_epsilon_at_far_beyond_the_table(sigma, sens, delta):
+    eps = float(D.dgauss_epsilon_at(sigma, delta, sens))
+    assert mp_dg_delta(sigma, eps, sens) <= delta
+    assert mp_dg_delta(sigma, eps * (1 - 1e-9), sens) > delta
+
+
 @pytest.mark.parametrize("sigma, delta", [(1.0, 1e-5), (3.0, 1e-8), (0.5, 1e-3)])
 def test_dgauss_epsilon_at_is_a_tight_upper_bound(sigma, delta):
     eps = D.dgauss_epsilon_at(sigma, delta)

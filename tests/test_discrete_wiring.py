@@ -375,8 +375,31 @@ def test_discrete_gaussian_beyond_its_sums_falls_back_to_zcdp():
     "args",
     [
         "convert randomized-response --epsilon0 1e300 --to attack",
+        "convert randomized-response --epsilon0 1e15 --k 3 --to attack",
         "convert bounded-range --epsilon0 1e300 --to tradeoff",
         "convert discrete-laplace --scale 1e-300 --to attack",
+        "convert discrete-laplace --scale 1e-14 --to attack",
+    ],
+)
+def test_curves_beyond_the_engine_are_bounded_one_sided_with_a_warning(args):
+    """A mechanism whose losses no grid holds (no noise to speak of) is read through its (ε, δ) guarantees:
+    the sound side only (here the trivial bound, which is the truth for a release that reveals its input),
+    the other end empty, a warning naming why — not an internal error."""
+    res = run(*args.split(), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert any("PLD engine cannot read" in w and "one-sided" in w for w in doc["warnings"])
+    for r in doc["rows"]:
+        assert r["method"].startswith("dp-") and r["bound"] in ("lower", "upper")
+        if "beta" in r:  # no attack is better than β: here none is worse than perfect either
+            assert r["beta"] == 0.0 and r["beta_upper"] is None
+        else:
+            assert r["tpr"] == 1.0 and r["tpr_lower"] is None and r["advantage_lower"] is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
         "compose randomized-response --epsilon 1e300 --delta 1e-6",
         "convert discrete-gaussian --sigma 1e6 --to attack",
     ],

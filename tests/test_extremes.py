@@ -68,3 +68,81 @@ def test_extreme_inputs(args):
             v = row.get(key)
             if isinstance(v, float):
                 assert v >= 0, (key, v)
+
+
+# Inputs that once ended in an internal error (exit 3), found by an independent robustness review: the attack
+# and trade-off readings of privacy loss distributions no grid holds, balls-in-bins at huge σ, the discrete
+# Gaussian far beyond its table, nested --times past 2^64.
+_ONCE_INTERNAL = [
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1e-12 --to attack --fpr 0.01",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1e308 --to attack --fpr 0.01",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1e-12 --to tradeoff",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1e308 --to tradeoff",
+    "convert randomized-response --epsilon0 1e15 --k 3 --to attack",
+    "convert discrete-laplace --scale 1e-14 --to attack",
+    "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 2e5 --sampling balls-in-bins",
+    "convert discrete-gaussian --sigma 1 --sensitivity 300 --delta 1e-5",
+]
+
+_ONCE_INTERNAL_PIPED = [
+    ("amplify gaussian --sigma 1e-12 --rate 0.01 --steps 3", "convert --to attack"),
+    ("amplify gaussian --sigma 1e-12 --rate 0.01 --steps 3", "convert --to tradeoff"),
+    ("compose discrete-gaussian --sigma 1 --sensitivity 300 --times 1 --delta 1e-5", "group --size 2 --delta 1e-5"),
+    ("compose discrete-gaussian --sigma 1 --sensitivity 300 --times 1 --delta 1e-5", "convert --to dp --delta 1e-5"),
+    (
+        "compose dp --epsilon 1e-40 --delta 0 --times 9007199254740992",
+        "compose --times 9007199254740992 --delta 1e-5",
+    ),
+]
+
+
+def _check_answer(r):
+    assert r.exit_code == 0, r.output
+    assert "internal error" not in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["rows"]
+    for row in doc["rows"]:
+        for key, v in row.items():
+            if isinstance(v, float):
+                assert v == v and abs(v) != float("inf"), (key, v)
+    return doc
+
+
+@pytest.mark.parametrize("args", _ONCE_INTERNAL)
+def test_once_internal_errors_answer(args):
+    _check_answer(CliRunner().invoke(cli, args.split() + ["--json"]))
+
+
+@pytest.mark.parametrize("first, second", _ONCE_INTERNAL_PIPED)
+def test_once_internal_errors_answer_piped(first, second):
+    src = CliRunner().invoke(cli, first.split() + ["--json"])
+    assert src.exit_code == 0, src.output
+    _check_answer(CliRunner().invoke(cli, second.split() + ["--json"], input=src.stdout))
+
+
+def test_piped_user_level_beyond_any_grid_is_bounded_not_allocated():
+    """examples_per_user = 10^15 in a piped object (the command line caps K at 64; JSON did not): the attack
+    reading took a 7 PiB allocation. Now the pair is not built, and the rows carry the sound trivial bound."""
+    src = CliRunner().invoke(
+        cli,
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1 --examples-per-user 4 "
+        "--json".split(),
+    )
+    assert src.exit_code == 0, src.output
+    text = src.stdout.replace('"examples_per_user": 4', '"examples_per_user": 1e15')
+    assert text != src.stdout
+    doc = _check_answer(CliRunner().invoke(cli, ["convert", "--to", "attack", "--json"], input=text))
+    assert all(r["method"] == "dp-attack" and r["tpr"] == 1.0 for r in doc["rows"])
+
+
+def test_attack_reading_at_huge_sigma_is_near_the_diagonal():
+    """σ = 1e308: the PLD engine has no grid for it; the fallback's total-variation pair gives TPR <= FPR + tiny
+    (a dead mechanism), not the trivial 1."""
+    r = CliRunner().invoke(
+        cli,
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 3 --noise-multiplier 1e308 --to attack "
+        "--fpr 0.01 --json".split(),
+    )
+    (row,) = _check_answer(r)["rows"]
+    assert row["method"] == "dp-attack" and row["tpr_lower"] is None
+    assert 0.01 <= row["tpr"] <= 0.01 + 1e-12 and row["advantage"] <= 1e-12

@@ -503,7 +503,7 @@ def _discrete_convert(command, inputs, grids, spec, delta, epsilon, target, alph
         ]
         points = (alpha or parse_grid(DEFAULT_ALPHAS)) if to == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
         try:
-            rcols, rows, rnotes = risk.rows(cases, to, points)
+            rcols, rows, rnotes, rwarns = risk.rows(cases, to, points)
         except MemoryError:
             names = ", ".join(f"'--{k.replace('_', '-')}'" for k in grids)
             raise click.UsageError(
@@ -511,7 +511,7 @@ def _discrete_convert(command, inputs, grids, spec, delta, epsilon, target, alph
                 f"extreme values of {names}."
             ) from None
         cols = spec["cols"] + [(k.key, k.label, k.kind, k.safe) for k in rcols]
-        return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=[*notes, *rnotes])
+        return c.emit_rows(command, inputs, cols, rows, fmt, as_json, notes=[*notes, *rnotes], warnings=rwarns)
     if to == "zcdp":
         refuse_unused("with --to zcdp (ρ does not depend on them)", "delta", "epsilon")
         if spec["rho"] is None:
@@ -927,22 +927,12 @@ def _risk_result(obj, where: str, target: str, alpha, fpr):
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     case = risk.case_of_parts(parts, {}, where)
-    if case is None:
-        from dpcalc.accounting import PLD_KINDS
-
-        if any(p.kind not in PLD_KINDS for p in parts):
-            why = (
-                "has a zCDP or RDP part, which has no trade-off curve here; convert the mechanisms it came from instead"
-            )
-        else:
-            why = (
-                "has an (ε, δ) part with ε beyond what the PLD engine represents (above about 700), so no trade-off "
-                "curve is read from it; --to dp gives its (ε, δ)"
-            )
+    if case is None:  # a zCDP or RDP part (every PLD kind has a case, read by the fallback where the engine cannot)
+        why = "has a zCDP or RDP part, which has no trade-off curve here; convert the mechanisms it came from instead"
         raise click.UsageError(f"--to {target}: {where} {why}.")
     points = (alpha or parse_grid(DEFAULT_ALPHAS)) if target == "tradeoff" else (fpr or parse_grid(DEFAULT_FPRS))
     try:
-        cols, rows, notes = risk.rows([case], target, points)
+        cols, rows, notes, warns = risk.rows([case], target, points)
     except MemoryError:
         raise click.UsageError(f"--to {target}: the privacy loss distribution of {where} does not fit in memory.")
     return Result(
@@ -950,6 +940,7 @@ def _risk_result(obj, where: str, target: str, alpha, fpr):
         {"to": target, ("alpha" if target == "tradeoff" else "fpr"): list(points)},
         tuple(cols) + (Column("method", "method", "text"), Column("bound", "bound", "text")),
         tuple(rows),
+        warnings=tuple(warns),
         notes=tuple(notes),
         objects=(obj if isinstance(obj, Composed) else Composed(((obj, 1),)),),
     )

@@ -798,6 +798,8 @@ def _inverse(v: dict) -> int:
 
 def _risk(v: dict) -> int:
     """plan-sgd --to tradeoff|attack: the run's attack-risk readings (dpcalc.risk), one row per setting and point."""
+    from dataclasses import replace
+
     from dpcalc import risk
     from dpcalc.cli import _common as c
     from dpcalc.cli.options import parse_grid
@@ -809,7 +811,7 @@ def _risk(v: dict) -> int:
     n = q.size
     if n * len(points) > 100_000:
         raise click.UsageError("the request would print more than 100000 rows; use fewer grid points.")
-    rows, objects, notes = [], [], list(v["notes"])
+    rows, objects, notes, warns = [], [], list(v["notes"]), []
     cols = None
     for i in range(n):
         case = risk.sgd_mechanisms(float(q[i]), float(m["sigma"][i]), int(total_steps[i]), v["sampling"])
@@ -821,9 +823,9 @@ def _risk(v: dict) -> int:
             "epochs": float(ep_total[i]),
             "steps": int(total_steps[i]),
         }
-        case = risk.Case(base, mu=case.mu, mechs=case.mechs, dominating=case.dominating)
+        case = replace(case, base=base)
         try:
-            cols_i, rows_i, notes_i = risk.rows([case], to, points)
+            cols_i, rows_i, notes_i, warns_i = risk.rows([case], to, points)
         except MemoryError:
             raise click.UsageError(
                 f"the privacy loss distribution of q = {q[i]:g}, σ = {m['sigma'][i]:g}, T = {int(total_steps[i])} "
@@ -831,6 +833,7 @@ def _risk(v: dict) -> int:
             ) from None
         rows += rows_i
         notes += [x for x in notes_i if x not in notes]
+        warns += [x for x in warns_i if x not in warns]
         if cols is None or len(cols_i) > len(cols):
             cols = cols_i
         inner = Gaussian(c.f(m["sigma"][i]), 1.0)
@@ -867,7 +870,7 @@ def _risk(v: dict) -> int:
         ),  # fmt: skip
         columns=tuple(cols),
         rows=tuple(rows),
-        warnings=tuple(v["warnings"]),
+        warnings=tuple(v["warnings"]) + tuple(warns),
         notes=tuple(x for x in notes if not x.startswith("δ was not given")),
         objects=c.releases_once(objects),
     )

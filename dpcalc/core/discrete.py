@@ -250,8 +250,33 @@ class DGaussTable:
         self.cum = (blocks + offs[:, None]).reshape(-1)[:n]
         self.cum_rel = (b + m + 2) * (_ULD if EXTENDED else _U)
 
+    def _q_sums(self, sens: int):
+        """S(X) = Σ_{x <= X} p(x)·e^{−Δ(X − x)/σ²} for every table point X, and its relative round-off.
+
+        Since Q(x) = P(x − Δ) = P(x)·e^{−ℓ(x)} with ℓ(x) = Δ(Δ − 2x)/(2σ²), e^ε·Q[x <= X] over the table
+        is e^{ε − ℓ(X)}·S(X): the Q-masses of the atoms above a threshold never have to be represented
+        (they underflow even a long double where Δ/σ ≳ 150, while e^ε times them is of the order of
+        their P-masses). A recurrence of positive terms S(X) = p(X) + r·S(X − 1), r = e^{−Δ/σ²}: each
+        step's round-off (two operations and r's own rounding) adds at most 3 u_ld relative, so S(X) is
+        within (3n + 2) u_ld of the sum it stands for (plus ``rel``, the masses' own). Cached per Δ."""
+        cache = self.__dict__.setdefault("_q_cache", {})
+        if sens not in cache:
+            from scipy.signal import lfilter
+
+            ld = self.p.dtype
+            r = np.exp(-ld.type(sens) / (ld.type(self.sigma) * ld.type(self.sigma)))
+            if len(cache) >= 4:
+                cache.pop(next(iter(cache)))
+            cache[sens] = np.asarray(lfilter(np.ones(1, dtype=ld), np.array([1, -r], dtype=ld), self.p), dtype=ld)
+        u = _ULD if EXTENDED else _U
+        return cache[sens], (3 * self.p.size + 2) * u
+
     def delta_bounds(self, eps: np.ndarray, sens: int):
-        """[lower, upper] on δ(ε) of the pair N_Z(0, σ²) vs N_Z(Δ, σ²) (ε >= 0), as doubles."""
+        """[lower, upper] on δ(ε) of the pair N_Z(0, σ²) vs N_Z(Δ, σ²) (ε >= 0), as doubles.
+
+        δ(ε) = Σ_{ℓ(x) > ε} P(x)(1 − e^{ε − ℓ(x)}), every term in [0, P(x)]: over the table's atoms above
+        ε (x <= X) it is cp − e^{ε − ℓ(X)}·S(X) (:meth:`_q_sums`); the atoms beyond −N add at most the
+        tail, and none is negative, so the table's sum is a lower bound and the tail goes to the upper."""
         eps = np.asarray(eps, dtype=np.float64)
         s2 = self.sigma * self.sigma
         xs = sens / 2.0 - eps * s2 / sens
@@ -261,10 +286,19 @@ class DGaussTable:
         j = (X + self.N).astype(np.int64)  # index of X; −1: no atom above ε
         cum = np.concatenate([np.zeros(1, dtype=self.cum.dtype), self.cum])  # cum[j + 1] = Σ_{i<=j} p_i
         cp = cum[j + 1]
-        cq = cum[np.maximum(j - sens + 1, 0)]
-        ee = np.exp(eps.astype(self.cum.dtype))
-        dc = cp - ee * cq
-        err = (self.rel + self.cum_rel + 4 * _ULD) * (cp + ee * cq) + ee * cq * (2 + eps) * _ULD
+        S, s_rel = self._q_sums(int(sens))
+        ld = self.cum.dtype
+        some = j >= 0
+        sq = np.where(some, S[np.maximum(j, 0)], ld.type(0))
+        ell_x = ld.type(sens) * (ld.type(sens) - 2 * X.astype(ld)) / (2 * ld.type(self.sigma) ** 2)
+        expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
+        with np.errstate(over="ignore", under="ignore"):
+            eq = np.exp(np.minimum(expo, ld.type(0))) * sq
+        dc = cp - eq
+        # cp and S carry the masses' error and their sums'; e^{ε − ℓ(X)} that of its exponent's two
+        # roundings and the exp (ℓ in long double: a few u_ld of |ℓ|) and the product.
+        exp_rel = (4 * (np.abs(eps) + np.abs(ell_x)) + 4) * _ULD
+        err = (self.rel + self.cum_rel + 4 * _ULD) * cp + (self.rel + s_rel + exp_rel + 4 * _ULD) * eq
         # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
         # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
         for jj in (j, j + 1):
@@ -275,7 +309,7 @@ class DGaussTable:
             near = ok & (np.abs(ell - eps) <= w)
             err = err + np.where(near, self.p[np.clip(jj, 0, self.p.size - 1)] * (2 * w), 0)
         hi = _ld_up(dc + err + self.tail)
-        lo = _ld_down(dc - err - ee * self.tail)
+        lo = _ld_down(dc - err)
         return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
 
 

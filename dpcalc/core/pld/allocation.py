@@ -139,7 +139,10 @@ def _cells(sigma: float, edges: np.ndarray):
 
 def _spread(sigma: float, edges: np.ndarray, H: float):
     """The cells between consecutive ``edges`` (each inside one grid cell [kH, (k+1)H]) spread onto
-    the grid: (first index, masses) — upper bounds on the exact spread's masses."""
+    the grid: (first index, masses) — upper bounds on the exact spread's masses. Fewer than two edges
+    (an empty range: at very large σ the tail above C_b can hold no grid point): no cells, a zero mass."""
+    if edges.size < 2:
+        return (int(np.floor(edges[0] / H)) if edges.size else 0), np.zeros(1)
     m, em, mu, emu = _cells(sigma, edges)
     k = np.floor(edges[:-1] / H).astype(np.int64)
     a = k * H

@@ -178,8 +178,14 @@ def _one_part(d, t: int, total: int, h: float, kind: str, tail: float, w: float,
 def _discretise_one(d, h: float, kind: str, tail: float, w: float, fine_tails: float, width: float, total: int):
     if kind == "upper":
         fine = min(D.SPARSE_BUDGET, FINE_TAIL_BUDGET * fine_tails) if fine_tails else None
-        return discretise_upper(d, h, tail, w, fine)
-    return discretise_lower(d, h, tail, times=total, widest=w, enough=width / (4 * h))
+        out = discretise_upper(d, h, tail, w, fine)
+    else:
+        out = discretise_lower(d, h, tail, times=total, widest=w, enough=width / (4 * h))
+    # A step whose masses are not numbers (σ = 1e308: its loss range underflows) or which holds no finite
+    # mass on the grid has no PLD here: the callers' next sound engine answers (nothing is composed from it).
+    if not (np.isfinite(out.p_inf) and np.all(np.isfinite(out.p)) and np.any(out.p > 0)):
+        raise FloatingPointError("a step's masses are not finite on this grid")
+    return out
 
 
 def _lower_read(cp: Composed, dl: np.ndarray, reader: Reader) -> np.ndarray:
@@ -485,7 +491,7 @@ def initial_h(mechs, width: float, delta_min: float, cache: dict | None = None) 
         s = max(_step_std(d, cache) for d in m)
         if s > 0 and t * s * s > best:
             best, sp = t * s * s, s
-    total = max(total, 1)
+    total = float(max(total, 1))  # (a Python int past 2^64 — nested --times — has no numpy sqrt)
     z = float(np.sqrt(2 * np.log(1 / max(delta_min, 1e-300))))
     h_mean = np.sqrt(2 * width / total)
     c = SD_SLACK * width / (4 * z * np.sqrt(total))
