@@ -179,6 +179,24 @@ def test_budget_gate_exit_codes_and_json_still_printed():
     assert under.exit_code == 0 and json.loads(under.stdout)["budget"]["exceeded"] is False
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        "convert gaussian --sigma 0.01 --epsilon 0.5 --max-epsilon 1",  # δ = 1 at ε = 0.5: no guarantee at all
+        "convert gdp --mu 5 --epsilon 0.5,0.7 --max-epsilon 1",
+        "convert discrete-gaussian --sigma 0.1 --epsilon 0.5 --max-epsilon 1",
+    ],
+)
+def test_gate_refuses_to_check_an_epsilon_the_user_gave(args):
+    """δ at a given ε: the rows' ε is the input, so the gate compared the user's own number with the budget and
+    passed whatever δ came out (1 for σ = 0.01). It is refused, naming what to give instead."""
+    r = run(args)
+    assert r.exit_code == 2 and r.stderr.startswith("Error: --max-epsilon") and "--delta" in r.stderr
+    assert r.stderr.count("\n") == 1 and r.stdout == ""
+    computed = run(args.replace("--epsilon", "--delta").replace("0.5,0.7", "1e-5").replace("0.5", "1e-5"))
+    assert computed.exit_code == 1  # the same mechanisms at a δ one can afford: ε far above 1
+
+
 def test_gate_ignores_approximate_rows():
     # At q=0.01, σ=0.6, T=1000 the CLT value is below the RDP one: a budget between them must fail.
     d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --accountant all --json")

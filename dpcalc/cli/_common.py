@@ -173,6 +173,13 @@ def check_budget(result, max_epsilon: float):
     """Mark a Result as over budget (exit 1) when a sound answer row has ε > max_epsilon."""
     import dataclasses
 
+    if result.inputs.get("epsilon") is not None and result.inputs.get("delta") is None:
+        # δ at a given ε (convert --epsilon): the rows' ε is the user's own, and δ — what was computed — can be
+        # anything up to 1 (no guarantee at all), so comparing ε with the budget would pass vacuously.
+        raise click.UsageError(
+            "--max-epsilon checks a computed ε, but here ε is given (--epsilon) and δ is what is computed; give "
+            "--delta (the δ you can afford) instead of --epsilon to compute ε and check it."
+        )
     over = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float) and r["epsilon"] > max_epsilon]
     checked = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float)]
     if not checked:

@@ -324,7 +324,7 @@ def budget_option(f: Callable) -> Callable:
         expose_value=False,
         callback=_to_meta("dpcalc.max_epsilon"),
         help="Budget check: exit with code 1 (the result is still printed) when the sound ε of the answer exceeds "
-        "this; the reason goes to stderr.",
+        "this; the reason goes to stderr. Not with --epsilon (δ at a given ε: there ε is the input).",
     )(f)
 
 
