@@ -73,3 +73,16 @@ def test_bounded_range():
 def test_refusals(args, says):
     r = CliRunner().invoke(cli, ["calibrate", *args.split()])
     assert r.exit_code == 2 and r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
+
+
+def test_convert_discrete_gaussian_delta_is_exact_only_where_its_interval_is_round_off_wide():
+    """Far out in ε the sums' cut tails are the whole upper end (δ ≈ 2.4e-50 at σ = 1.5869 for ε = 10, 11 and 12
+    alike, the true δ far below): that row is an upper bound, not exact; near the bulk it stays exact."""
+    r = CliRunner().invoke(cli, "convert discrete-gaussian --sigma 1.5869 --epsilon 5,10,12 --json".split())
+    assert r.exit_code == 0, r.stderr
+    got = {row["epsilon"]: row for row in json.loads(r.stdout)["rows"]}
+    for e, row in got.items():
+        lo, hi = d.dgauss_delta_interval(1.5869, e)
+        assert row["delta"] == hi
+        assert row["bound"] == ("exact" if hi - lo <= 1e-9 * hi else "upper")
+    assert got[5.0]["bound"] == "exact" and got[12.0]["bound"] == "upper"

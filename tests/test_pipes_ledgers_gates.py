@@ -197,6 +197,23 @@ def test_gate_refuses_to_check_an_epsilon_the_user_gave(args):
     assert computed.exit_code == 1  # the same mechanisms at a δ one can afford: ε far above 1
 
 
+def test_converting_a_guarantee_to_gdp_pipes_the_guarantee_not_the_gaussian():
+    """`convert dp --to gdp` names the Gaussian that meets (ε, δ); piped on, it carried that Gaussian, so 100
+    compositions of a (1, 1e-6)-DP mechanism read 12.33 labelled exact — for a mechanism that need not be GDP,
+    whose 100-fold composition has no ε at δ = 1e-5 (its δ alone adds to 1e-4)."""
+    src = run("convert dp --epsilon 1 --delta 1e-6 --to gdp --json")
+    assert src.exit_code == 0
+    assert json.loads(src.stdout)["objects"] == [{"type": "dp", "epsilon": 1.0, "delta": 1e-06}]
+    r = run("compose --times 100 --delta 1e-5", input=src.stdout)
+    assert r.exit_code == 2 and "δ = 0.0001" in r.stderr
+    d = doc("compose --times 100 --delta 1e-3 --json", input=src.stdout)
+    best = [x for x in d["rows"] if x.get("tightest")][0]
+    assert best["method"] != "gdp" and best["epsilon"] > 12.33  # the Gaussian's exact answer was 12.33 at 1e-5
+    bare = json.dumps({"type": "dp", "epsilon": 1.0, "delta": 1e-6})
+    ref = doc("compose --times 100 --delta 1e-3 --json", input=bare)
+    assert best["epsilon"] == [x for x in ref["rows"] if x.get("tightest")][0]["epsilon"]
+
+
 def test_gate_ignores_approximate_rows():
     # At q=0.01, σ=0.6, T=1000 the CLT value is below the RDP one: a budget between them must fail.
     d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --accountant all --json")

@@ -248,7 +248,7 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
     """
     from dpcalc.core import _fp, fdp, zcdp
     from dpcalc.core import gdp as gd
-    from dpcalc.model import Gaussian
+    from dpcalc.model import DP
 
     _refuse_for_target(target, sensitivity=True, query=False)
     rows, objects = [], []
@@ -276,7 +276,10 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
                     "bound": "exact",
                 }
             )
-            objects.append(Gaussian(sig, c.f(m["sensitivity"][k])))
+            # The object carried on is the guarantee converted, not the Gaussian that meets it: a mechanism
+            # that is (ε, δ)-DP need not be μ-GDP, and composing the Gaussian would bound it wrongly (100
+            # of (1, 1e-6) gave 12.33 labelled exact). `calibrate gaussian` carries the Gaussian.
+            objects.append(DP(c.f(m["epsilon"][k]), c.f(m["delta"][k])))
         # μ is rounded down so that δ_μ(ε) <= δ holds for the printed value.
         cols = [
             ("epsilon", "ε"),
@@ -286,7 +289,11 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
             ("sigma", "σ", "float", "up"),
         ]
         inputs["sensitivity"] = sensitivity
-        notes = ["μ of the Gaussian mechanism that is exactly (ε, δ)-DP; any smaller μ is also (ε, δ)-DP."]
+        notes = [
+            "μ of the Gaussian mechanism that is exactly (ε, δ)-DP; any smaller μ is also (ε, δ)-DP. A pipe carries "
+            "the (ε, δ) guarantee on, not this Gaussian (an (ε, δ)-DP mechanism need not be μ-GDP); `dpcalc "
+            "calibrate gaussian` carries the Gaussian."
+        ]
     elif target == "zcdp":
         if any(d != 0 for d in delta):
             raise click.UsageError(
@@ -534,13 +541,21 @@ def _discrete_convert(command, inputs, grids, spec, delta, epsilon, target, alph
     with np.errstate(all="ignore"):
         if epsilon is not None:
             e = m["epsilon"]
-            d = np.atleast_1d(spec["delta_at"](sub, e))
+            if "delta_interval" in spec:  # a certified [lower, upper]: exact only where it is round-off wide
+                d_lo, d = (np.atleast_1d(x) for x in spec["delta_interval"](sub, e))
+                exact = d - d_lo <= 1e-9 * d
+            else:
+                d = np.atleast_1d(spec["delta_at"](sub, e))
+                exact = np.ones(d.shape, dtype=bool)
         else:
             d = m["delta"]
             e = np.atleast_1d(spec["epsilon_at"](sub, d))
     for k in range(idx.size):
         row = dict(echo[idx[k]])
-        dk, bound = c.delta_out(d[k], "exact") if epsilon is not None else (c.f(d[k]), "exact")
+        if epsilon is not None:
+            dk, bound = c.delta_out(d[k], "exact" if exact[k] else "upper")
+        else:
+            dk, bound = c.f(d[k]), "exact"
         row.update(epsilon=c.f(e[k]), delta=dk, method=spec["method"], bound=bound)
         rows.append(row)
     if epsilon is not None:
@@ -568,7 +583,8 @@ def discrete_gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fm
     """The privacy of a discrete Gaussian mechanism N_Z(0, σ²): exact δ(ε) and ε(δ), ρ = Δ²/(2σ²), f-DP.
 
     δ(ε) is the exact sum of Canonne, Kamath & Steinke 2020 (Thm 7; the upper
-    end of a certified interval whose width is round-off), ε(δ) its inverse
+    end of a certified interval whose width is round-off — far out in ε, where
+    the sums' cut tails of 1e-40 dominate, an upper bound, labelled so), ε(δ) its inverse
     rounded up; ρ-zCDP is exact (Thm 4). Trade-off and attack readings are
     certified intervals by privacy loss distributions. No μ: the discrete
     Gaussian is not known to be Δ/σ-GDP.
@@ -587,6 +603,8 @@ def discrete_gaussian(sigma, sensitivity, delta, epsilon, target, alpha, fpr, fm
             {"sigma": c.f(m["sigma"][i]), "sensitivity": int(m["sensitivity"][i])} for i in range(m["sigma"].size)
         ],
         "delta_at": lambda m, e: d.dgauss_delta_at(m["sigma"], e, m["sensitivity"]),
+        # (Far out in ε the sums' cut tails, 1e-40 of mass, are most of the upper end: not exact there.)
+        "delta_interval": lambda m, e: d.dgauss_delta_interval(m["sigma"], e, m["sensitivity"]),
         "epsilon_at": lambda m, dl: d.dgauss_epsilon_at(m["sigma"], dl, m["sensitivity"]),
         "method": "discrete-gaussian-cks",
         "rho": lambda m: d.dgauss_rho_of(m["sigma"], m["sensitivity"]),
