@@ -437,7 +437,7 @@ def _number(
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ObjectError(f"{where}: field '{key}' must be a number; got {v!r}")
     try:
-        v = float(v)
+        v = float(v) + 0.0  # (−0.0 is 0: it is echoed as 0, as the command line reads "-0")
     except OverflowError:
         v = math.inf
     ok = math.isfinite(v) and (v > low if low_open else v >= low)

@@ -214,6 +214,17 @@ def test_converting_a_guarantee_to_gdp_pipes_the_guarantee_not_the_gaussian():
     assert best["epsilon"] == [x for x in ref["rows"] if x.get("tightest")][0]["epsilon"]
 
 
+@pytest.mark.parametrize("fmt", ["--json", "--format json", "--format csv", "--format ndjson", "--format markdown"])
+def test_value_with_another_output_format_is_refused(fmt):
+    """--value replaced the output whatever else was asked: `--json --value epsilon` printed a bare number where a
+    script expected a document."""
+    r = run(f"compose gaussian --sigma 2 --times 10 --delta 1e-5 --value epsilon {fmt}")
+    assert r.exit_code == 2 and r.stderr.startswith("Error: --value") and fmt.split()[0] in r.stderr
+    assert r.stdout == ""
+    ok = run("compose gaussian --sigma 2 --times 10 --delta 1e-5 --value epsilon --format table")
+    assert ok.exit_code == 0 and float(ok.stdout) > 0
+
+
 def test_gate_ignores_approximate_rows():
     # At q=0.01, σ=0.6, T=1000 the CLT value is below the RDP one: a budget between them must fail.
     d = doc("plan-sgd --rate 0.01 --steps 1000 --sigma 0.6 --delta 1e-5 --accountant all --json")

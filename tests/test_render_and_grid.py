@@ -50,3 +50,20 @@ def test_grid_errors(bad):
 
 def test_grid_values_are_finite():
     assert all(math.isfinite(v) for v in parse_grid("1e-300:1e300:50:log"))
+
+
+def test_whole_number_ranges_are_exact_past_float_precision():
+    """Counts past 1e15 (group sizes, steps) were spaced in floats and printed to 15 digits: 10^15 + 1, + 2, + 3
+    came back as 10^15, 10^15 + 2, 10^15 + 3 — a range that silently changed the user's numbers."""
+    n = 10**15
+    assert parse_grid(f"{n + 1}:{n + 3}:3", integer=True) == (n + 1, n + 2, n + 3)
+    assert all(isinstance(x, int) for x in parse_grid(f"{n + 1}:{n + 3}:3", integer=True))
+    assert parse_grid("1:10:4", integer=True) == (1, 4, 7, 10)
+    assert parse_grid("1:10:3", integer=True)[1] == 5.5  # not whole: refused by the option's range check
+
+
+def test_minus_zero_is_zero():
+    """'-0' reads as 0, not −0.0 (echoed as "-0.0" in tables and JSON)."""
+    (z,) = parse_grid("-0")
+    assert z == 0 and math.copysign(1.0, z) == 1.0
+    assert all(math.copysign(1.0, v) == 1.0 for v in parse_grid("-0.0,-0e5"))

@@ -404,3 +404,19 @@ def test_every_option_given_changes_the_answer_or_is_refused(base):
         elif after == before:
             ignored.append(opt)
     assert not ignored, f"{base}: {ignored} accepted and ignored"
+
+
+def test_minus_zero_is_echoed_as_zero_from_the_command_line_and_from_pipes():
+    import math
+
+    for args, stdin in [
+        ("group pure --epsilon -0 --size 2 --json", None),
+        ("compose zcdp --rho -0 --times 2 --delta 1e-5 --json", None),
+        ("convert --delta 1e-5 --json", '{"type": "gdp", "mu": -0.0}'),
+    ]:
+        r = CliRunner().invoke(cli, args.split(), input=stdin)
+        assert r.exit_code == 0, r.output
+        assert "-0.0" not in r.stdout and "-0" not in r.stdout.replace("e-0", "")
+        doc = json.loads(r.stdout)
+        for row in doc["rows"]:
+            assert all(math.copysign(1.0, v) == 1.0 for v in row.values() if isinstance(v, float) and v == 0)

@@ -137,6 +137,12 @@ def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, valu
 
     if max_epsilon is not None:
         result = check_budget(result, max_epsilon)
+    if value is not None and (as_json or fmt != "table"):
+        # Bare values replace the output: with --json or --format it would silently drop what was asked for.
+        asked = "--json" if as_json else f"--format {fmt}"
+        raise click.UsageError(
+            f"--value prints bare values one per line and cannot be combined with {asked}; drop one of them."
+        )
     if value is not None and value not in {c.key for c in result.columns}:
         keys = ", ".join(c.key for c in result.columns if c.kind != "text")
         raise click.UsageError(f"Invalid value for '--value': {value!r} is not a column here; choose one of {keys}.")

@@ -85,7 +85,7 @@ def _parse_number(text: str) -> float:
     t = text.strip()
     if not NUMBER_SYNTAX.fullmatch(t):
         raise ValueError(f"{text!r} is not a number (write it with ASCII digits, e.g. 0.5, 1e-5 or 1000)")
-    value = float(t)
+    value = float(t) + 0.0  # "-0" is 0 (not −0.0, which would be echoed as "-0.0")
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite number (at most about 1.8e308)")
     return value
@@ -148,6 +148,14 @@ def parse_grid(text: str, max_points: int = MAX_GRID_POINTS, integer: bool = Fal
                 points.extend(float(f"{10 ** (a + (b - a) * i / (n - 1)):.15g}") for i in range(n))
                 points[-n] = start
                 points[-1] = stop
+            elif integer:
+                # Whole-number ranges exactly (floats would round counts past 2^53·… — 1e15+1 to 1e15):
+                # a point that is not whole stays a fraction, for the range check to refuse.
+                from fractions import Fraction
+
+                for i in range(n):
+                    x = start + Fraction((stop - start) * i, n - 1)
+                    points.append(int(x) if x.denominator == 1 else float(x))
             else:
                 points.extend(float(f"{start + (stop - start) * i / (n - 1):.15g}") for i in range(n))
                 points[-1] = stop
