@@ -99,3 +99,15 @@ def test_convert_answers_delta_at_extreme_mu(mu, eps, delta):
     assert row["delta"] == delta
     assert row["bound"] == ("exact" if delta == 1.0 else "upper")
     assert np.isfinite(gdp.log_delta(mu, eps)) and gdp.log_delta(mu, eps) <= 0.0
+
+
+@pytest.mark.parametrize("mu", [40.0, 1e6, 1e300, 1e308])
+def test_tradeoff_and_tpr_far_past_the_tail(mu):
+    """μ near 1e308 overflowed the error bound (inf·0 = NaN), reported to the user as "too large to represent"."""
+    alpha = np.array([0.0, 1e-300, 0.05, 0.5, 1.0])
+    beta = np.asarray(gdp.tradeoff(mu, alpha))
+    tpr = np.asarray(gdp.attack_tpr(mu, alpha))
+    assert np.all(np.isfinite(beta)) and np.all(np.isfinite(tpr))
+    assert list(beta) == [1.0, 0.0, 0.0, 0.0, 0.0] or mu == 40.0
+    assert list(tpr[1:]) == [1.0] * 4 or mu == 40.0
+    assert beta[0] == 1.0 and tpr[0] == 0.0

@@ -165,3 +165,29 @@ def test_a_byte_that_is_not_utf8_is_shown_as_hex():
     assert "'1\\xff' is not a number" in err(b"--epsilon", b"1\xff", b"--delta", b"1e-5")
     assert "No such option '--eps\\xffilon'" in err(b"--eps\xffilon", b"1", b"--delta", b"1e-5")
     assert "'1\\\\udcff' is not a number" in err("--epsilon", "1\\udcff", "--delta", "1e-5")
+
+
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        # An overflow deep in the arithmetic named no option at all.
+        ("compose mixed --gaussian 1e-300,1,1 --delta 1e-5", ["--gaussian 1e-300,1,1"]),
+        ("compose mixed --laplace 1e-320,1,1 --delta 1e-5", ["--laplace 1e-320,1,1"]),
+        # ρ·T past 1e308 was reported as the user having typed --rho inf.
+        ("compose zcdp --rho 1e308 --times 2 --delta 1e-5", ["--rho 1e308", "--times 2"]),
+    ],
+)
+def test_overflow_messages_name_what_was_typed(args, names):
+    r = CliRunner().invoke(cli, args.split())
+    assert r.exit_code == 2 and r.stderr.startswith("Error: ") and r.stderr.count("\n") == 1
+    assert all(n in r.stderr for n in names), r.stderr
+    assert "'--rho': inf" not in r.stderr
+
+
+def test_a_huge_mu_reads_a_trade_off_curve_not_an_overflow():
+    """β at μ = 1e308 is 0 (past every double) for α > 0: it was NaN, refused as "too large to represent"."""
+    r = CliRunner().invoke(cli, "convert gdp --mu 1e308 --to tradeoff --alpha 0,0.5,1 --json".split())
+    assert r.exit_code == 0, r.stderr
+    import json
+
+    assert [row["beta"] for row in json.loads(r.stdout)["rows"]] == [1.0, 0.0, 0.0]

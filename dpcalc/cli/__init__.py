@@ -202,12 +202,15 @@ def _error_message(exc: BaseException, args: list[str]) -> str | None:
 
     if isinstance(exc, click.ClickException):
         return _one_line(exc.format_message())
+    typed = _typed_values(args)
+    given = f" ({typed})" if typed else ""
     if isinstance(exc, UnrepresentableResult):
-        return _one_line(str(exc))
+        text = _one_line(str(exc))
+        return text.replace(" for these inputs;", f" for these inputs{given};", 1) if given else text
     if isinstance(exc, (OverflowError, ZeroDivisionError)):
         return (
-            "an intermediate value is too large to represent (over 1e308) for these inputs; use smaller "
-            "values (for example a smaller μ, ρ, k or a larger σ)."
+            f"an intermediate value is too large to represent (over 1e308) for these inputs{given}; use less "
+            "extreme values (for example a smaller μ, ρ, k or a larger σ)."
         )
     if isinstance(exc, ValidationError):
         # Raised by the core for a value outside a formula's domain.
@@ -218,15 +221,15 @@ def _error_message(exc: BaseException, args: list[str]) -> str | None:
 def _option_message(exc, args) -> str:
     """A core ValidationError as a message: against the option when the user typed it, else against the inputs
     (the value was derived, e.g. μ = Δ/σ overflowing for σ = 1e-320)."""
-    option = "--" + exc.name.replace("_", "-")
-    if option in args:
-        return f"Invalid value for '{option}': {exc.value!r} is out of range; expected {exc.allowed}."
     import math
 
     try:
         finite = math.isfinite(float(exc.value))
     except (TypeError, ValueError, OverflowError):
         finite = True
+    option = "--" + exc.name.replace("_", "-")
+    if option in args and finite:  # (not finite: derived from what was typed — ρ·T past 1e308 — not typed)
+        return f"Invalid value for '{option}': {exc.value!r} is out of range; expected {exc.allowed}."
     got = f"{exc.name} = {exc.value!r}" if finite else f"no finite {exc.name} (beyond floating point)"
     typed = _typed_values(args)
     given = f" ({typed})" if typed else ""

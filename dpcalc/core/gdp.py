@@ -612,7 +612,8 @@ def _shifted(mu, alpha):
     with np.errstate(invalid="ignore"):
         wh, wl = two_sum(mu, -zh)
         wh, wl = two_sum(wh, wl - zl)
-    dz = isf_error(zh) + 2 * ULP * ULP * (np.abs(mu) + np.abs(wh))
+    with np.errstate(over="ignore"):  # (μ near 1e308: inf, and β, TPR are then set by w alone)
+        dz = isf_error(zh) + 2 * ULP * ULP * (np.abs(mu) + np.abs(wh))
     return wh, wl, dz
 
 
@@ -633,6 +634,9 @@ def tradeoff(mu, alpha):
         beta = sf(wh, wl)
         rel = (SF_ULPS + 1.0) * ULP + dz * _tail_sensitivity(wh)
         beta = _fp.widen_down(beta, rel)
+    # Far past the tail (w >= 40: β < 1e-349, below every double) β is 0 rounded down — also where μ near
+    # 1e308 overflows the error bound (inf·0 would be NaN).
+    beta = np.where(wh >= 40.0, 0.0, beta)
     beta = np.where(a == 0, 1.0, np.where(a == 1, 0.0, beta))
     return finish(np.clip(beta, 0.0, 1.0), scalar=scalar)
 
@@ -658,6 +662,7 @@ def attack_tpr(mu, fpr):
         tpr = sf(-wh, -wl)
         rel = (SF_ULPS + 1.0) * ULP + dz * _tail_sensitivity(-wh)
         tpr = _fp.widen_up(tpr, rel)
+    tpr = np.where(wh >= 40.0, 1.0, tpr)  # 1 − (below 1e-349): 1 rounded up (see tradeoff)
     tpr = np.where(a == 0, 0.0, np.where(a == 1, 1.0, tpr))
     return finish(np.clip(tpr, 0.0, 1.0), scalar=scalar)
 
