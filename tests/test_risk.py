@@ -325,3 +325,21 @@ def test_profile_reads_share_few_tilts_each_within_the_slack_of_the_best():
     assert np.array_equal(_cover_tilts(ts, total, eps, slack=0.0), argmin)
     # No finite rung at all: the smallest, as before.
     assert np.all(_cover_tilts(ts, np.full(ts.shape, np.inf), eps) == ts[0])
+
+
+@pytest.mark.parametrize(
+    "target", ["--target-advantage 0.9999999999999999", "--target-advantage 0.96", "--target-tpr 0.97 --at-fpr 0.01"]
+)
+def test_plan_sgd_risk_target_every_sigma_meets_is_said_fast(target):
+    """A target above what a record's inclusion alone allows (advantage <= 1 − (1 − q)^T whatever σ): the σ search
+    walked down to σ = 1e-3 through ever costlier PLDs (minutes) and reported that as the smallest σ."""
+    doc = _plan(f"--dataset-size 60000 --batch-size 256 --epochs 3 {target}")
+    (row,) = doc["rows"]
+    p = 1 - (1 - 256 / 60000) ** 704
+    assert row["search"] == "any" and row["noise_multiplier"] is None and not row["found"]
+    assert row["method"] == "inclusion-bound" and row["bound"] == "upper"
+    assert p <= row["achieved"] - (0.01 if "fpr" in target else 0) <= p * (1 + 1e-9)
+    assert any("every noise multiplier meets" in w for w in doc["warnings"])
+    if target.endswith("0.96"):  # just below the inclusion bound the search runs, and its σ is a real one
+        doc = _plan("--dataset-size 60000 --batch-size 256 --epochs 3 --target-advantage 0.94")
+        assert doc["rows"][0]["search"] == "found" and doc["rows"][0]["noise_multiplier"] > 0

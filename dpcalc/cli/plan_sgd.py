@@ -989,17 +989,39 @@ def _risk_inverse(v: dict) -> int:
             return int(top), None, "range-end"
         return int(ok), int(ok + max(1, int(rtol * ok))), "found"
 
+    def noise_free_bound(i):
+        """For Poisson sampling, a bound on the advantage (TPR at FPR: FPR plus it) that holds at every σ: the
+        record joins some batch with probability p = 1 − (1 − q)^T, and otherwise the outputs are identically
+        distributed, so the two runs are within total variation p ((0, p)-DP, both directions). Rounded up."""
+        q, _, t = run_of(i, 1.0)
+        if v["sampling"] != "poisson" or q >= 1:
+            return np.inf
+        p = float(-np.expm1(t * np.log1p(-q))) * (1 + 1e-12)
+        return p if fpr is None else float(fpr[i]) + p
+
     rows, warnings = [], []
     for i in range(m["target"].size):
-        if solve == "noise-multiplier":
+        any_sigma = solve == "noise-multiplier" and noise_free_bound(i) <= m["target"][i]
+        if any_sigma:
+            # Every σ meets the target (the search would walk down to σ = 1e-3 through ever costlier PLDs and
+            # report that as "the smallest"): no noise multiplier is needed for it.
+            x, nxt_x, status = None, None, "any"
+            warnings.append(
+                f"every noise multiplier meets the {label} target {m['target'][i]:.16g}: a record joins a batch with "
+                f"probability {noise_free_bound(i) - (0 if fpr is None else float(fpr[i])):.4g} over the run, "
+                f"which bounds the {label} whatever the noise."
+            )
+        elif solve == "noise-multiplier":
             x, nxt_x, status = smallest_sigma(i)
         elif solve == "epochs":
             x, nxt_x, status = largest_whole(i, int(min(sgd.MAX_STEPS, 1e7)))
         else:
             x, nxt_x, status = largest_whole(i, int(m["dataset_size"][i]))
-        got = upper(i, x, False) if status != "none" else None
+        got = upper(i, x, False) if status not in ("none", "any") else None
+        if status == "any":
+            got = noise_free_bound(i)
         nxt = upper(i, nxt_x, False) if nxt_x is not None else None
-        q, sig, t = run_of(i, x if status != "none" else 1)
+        q, sig, t = run_of(i, x if status not in ("none", "any") else 1)
         if status == "none":
             one = "one step" if solve == "epochs" else "a batch size of 1"
             warnings.append(f"even {one} exceeds the {label} target {m['target'][i]:g}.")
@@ -1018,13 +1040,17 @@ def _risk_inverse(v: dict) -> int:
             else (float(m["epochs"][i]) if epochs is not None else None),
             ("target_advantage" if label == "advantage" else "target_tpr"): c.f(m["target"][i]),
             "at_fpr": c.f(fpr[i]) if fpr is not None else None,
-            "noise_multiplier": float(x) if solve == "noise-multiplier" else c.f(sig),
+            "noise_multiplier": (None if x is None else float(x)) if solve == "noise-multiplier" else c.f(sig),
             "achieved": got,
             "checked_next": None if nxt_x is None else float(nxt_x) if solve == "noise-multiplier" else int(nxt_x),
             "achieved_next": nxt,
             "found": bool(status == "found" and nxt is not None and nxt > m["target"][i]),
             "search": status,
-            "method": f"pld-{label}" if q is None or q < 1 else f"gdp-{label}",
+            "method": "inclusion-bound"
+            if status == "any"
+            else f"pld-{label}"
+            if q is None or q < 1
+            else f"gdp-{label}",
             "bound": "upper" if q is None or q < 1 else "exact",
         }
         rows.append(row)
@@ -1058,7 +1084,8 @@ def _risk_inverse(v: dict) -> int:
         f"{rule} whose certified upper bound on the best membership-inference attack's {name} meets the target "
         f"(Kulynych et al. 2024), re-checked at full accuracy; the next value ({what[solve][1]}) was checked and "
         "misses it where found is yes (search: none — not even the smallest value meets it; range-end — the "
-        "largest value meets it)."
+        "largest value meets it; any — every noise multiplier does, by the inclusion bound 1 − (1 − q)^T on the "
+        "advantage)."
     )
     result = Result(
         command="plan-sgd",
