@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 MNIST = "--dataset-size 60000 --batch-size 256 --delta 1e-5"
 
@@ -84,7 +86,22 @@ CASES = [
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),
+    ("convert 2,000 piped Gaussians", "convert --delta 1e-5 --input {STREAM_2000}"),
+    ("group 2,000 piped Gaussians", "group --size 2 --delta 1e-5 --input {STREAM_2000}"),
+    ("convert 100,001 piped Gaussians (refused)", "convert --delta 1e-5 --input {STREAM_100001}"),
 ]
+
+
+def _streams(tmp: str) -> dict[str, str]:
+    """Files of n piped Gaussian mechanisms for the stream cases (one JSON object per line)."""
+    out = {}
+    for n in (2000, 100_001):
+        path = os.path.join(tmp, f"stream-{n}.ndjson")
+        with open(path, "w") as fh:
+            fh.writelines(json.dumps({"type": "gaussian", "sigma": 1.0 + 1e-6 * i}) + "\n" for i in range(n))
+        out[f"STREAM_{n}"] = path
+    return out
+
 
 #: Runs one command and prints its wall time, peak RSS (KiB) and exit code as JSON (the wrapper
 #: process, so that ru_maxrss of its children is this command's alone).
@@ -114,10 +131,12 @@ def main() -> None:
     ap.add_argument("--only", default="", help="run only the cases whose name contains this")
     a = ap.parse_args()
     print(f"{'case':<58} {'seconds':>9} {'peak MiB':>9} {'exit':>8}", flush=True)
+    tmp = tempfile.mkdtemp(prefix="dpcalc-scale-")
+    streams = _streams(tmp)
     for name, args in CASES:
         if a.only not in name:
             continue
-        dt, mib, rc = run(args, a.timeout)
+        dt, mib, rc = run(args.format(**streams) if "{" in args else args, a.timeout)
         shown = f">{a.timeout:.0f}" if rc == "timeout" else f"{dt:.1f}"
         print(f"{name:<58} {shown:>9} {mib:9.0f} {rc!s:>8}", flush=True)
 

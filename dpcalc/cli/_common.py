@@ -83,12 +83,18 @@ def emit_rows(
 _collector: list | None = None
 
 
+class _Collected(list):
+    """The results collected so far, with the number of rows emitted into them."""
+
+    rows = 0
+
+
 class collecting:
     """Context manager: run commands and collect their Results."""
 
     def __enter__(self) -> list:
         global _collector
-        self._saved, _collector = _collector, []
+        self._saved, _collector = _collector, _Collected()
         return _collector
 
     def __exit__(self, *exc) -> None:
@@ -116,7 +122,8 @@ class capturing:
 def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, value: str | None = None) -> int:
     if _collector is not None:
         _collector.append(result)
-        total = sum(len(r.rows) for r in _collector)
+        _collector.rows += len(result.rows)  # (a running count: summing every result again was quadratic)
+        total = _collector.rows
         if total > MAX_ROWS:
             raise click.UsageError(
                 f"the {len(_collector)} objects read so far give {total} rows; at most {MAX_ROWS} are allowed "
@@ -394,6 +401,59 @@ def refuse_pld_gaps(eps, q, sigma, steps, delta, option: str) -> None:
             f"the PLD engine cannot answer q = {q[i]:g}, σ = {sigma[i]:g}, T = {int(steps[i])}, δ = {delta[i]:g} "
             f"(its loss distribution does not fit the grid), and no other sound method in dpcalc covers {option}."
         )
+
+
+#: Objects read ahead per chunk by :func:`prefetched` (their answers computed in one vectorised call).
+PREFETCH_CHUNK = 4096
+
+
+def prefetched(items, prefetch, size: int = PREFETCH_CHUNK):
+    """The (object, where) pairs of ``items`` (read ahead, at most MAX_ROWS of them: more is refused), handed
+    on in chunks of ``size``; before each chunk is,
+    ``prefetch(chunk)`` computes what its objects will ask of the exact Gaussian ε in one vectorised call,
+    kept for the chunk (:class:`dpcalc.core.gdp.remembered`). Only a speed-up: where it fails, each object
+    computes its own answer (and reports its own error, attributed to it)."""
+    import itertools
+
+    from dpcalc.core import gdp
+
+    # Each object gives a row at least, and at most MAX_ROWS are allowed: read that many (and one more) ahead,
+    # so that a larger stream is refused before anything is computed (200,000 objects took a minute to refuse).
+    ahead = list(itertools.islice(iter(items), MAX_ROWS + 1))
+    if len(ahead) > MAX_ROWS:
+        raise click.UsageError(
+            f"more than {MAX_ROWS} objects were read, each giving a row at least; at most {MAX_ROWS} rows are "
+            "allowed (pipe fewer objects, or compose them into one total with 'dpcalc compose')."
+        )
+    for start in range(0, len(ahead), size):
+        chunk = ahead[start : start + size]
+        with gdp.remembered():
+            try:
+                prefetch(chunk)
+            except Exception:  # noqa: BLE001 - an optimisation only: the objects' own calls report errors
+                pass
+            yield from chunk
+
+
+def gaussian_pairs(chunk, deltas, sizes=(1,)):
+    """(μ, δ) of every Gaussian mechanism (at sensitivity k·Δ for each k in ``sizes``) and μ-GDP object of a
+    chunk, against every δ: what ``convert`` and ``group`` will ask :func:`dpcalc.core.gdp.epsilon` for."""
+    import numpy as np
+
+    from dpcalc.core import _fp
+    from dpcalc.model import GDP, Gaussian
+
+    mus = []
+    for obj, _ in chunk:
+        if isinstance(obj, Gaussian):
+            for k in sizes:
+                sens = _fp.mul_up(np.float64(obj.sensitivity), np.float64(k))  # kΔ rounded up, as group has it
+                mus.append(float(_fp.div_up(sens, np.float64(obj.sigma))))
+        elif isinstance(obj, GDP) and tuple(sizes) == (1,):
+            mus.append(float(obj.mu))
+    m = np.repeat(np.asarray(mus, dtype=np.float64), len(deltas))
+    d = np.tile(np.asarray(deltas, dtype=np.float64), len(mus))
+    return m, d
 
 
 class attributed:

@@ -825,8 +825,16 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
 
     # What a Gaussian mechanism or a μ-GDP object is read at (the same options for both).
     curve = dict(delta=delta, epsilon=epsilon, target=target or "dp", alpha=alpha, fpr=fpr, fmt=fmt, as_json=as_json)
+
+    def prefetch(chunk):
+        if target in (None, "dp") and epsilon is None:
+            from dpcalc.cli.options import parse_grid
+            from dpcalc.core import gdp as gdp_core
+
+            gdp_core.prefetch_epsilon(*c.gaussian_pairs(chunk, delta or parse_grid(DEFAULT_DELTAS)))
+
     with c.collecting() as results:
-        for obj, where in read_objects(source):
+        for obj, where in c.prefetched(read_objects(source), prefetch):
             with c.attributed(where):
                 if isinstance(obj, (Gaussian, GDP)) and target in ("gdp", "zcdp"):
                     what = "its μ and ρ (as columns)" if isinstance(obj, Gaussian) else "its (ε, δ) curve"

@@ -216,8 +216,14 @@ def from_input(source, size, delta, fmt, as_json):
     from dpcalc.model import DP, GDP, ZCDP, Gaussian, Laplace
 
     ctx = click.get_current_context()
+
+    def prefetch(chunk):
+        from dpcalc.core import gdp as gdp_core
+
+        gdp_core.prefetch_epsilon(*c.gaussian_pairs(chunk, delta, sizes=size))
+
     with c.collecting() as results:
-        for obj, where in read_objects(source):
+        for obj, where in c.prefetched(read_objects(source), prefetch):
             with c.attributed(where):
                 if isinstance(obj, Gaussian):
                     ctx.invoke(
