@@ -86,6 +86,7 @@ CASES = [
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),
+    ("amplify gaussian 10,000 σ --orders 2,4,8", "amplify gaussian --sigma 1:1e6:10000:log --rate 0.01 --orders 2,4,8"),
     ("convert 2,000 piped Gaussians", "convert --delta 1e-5 --input {STREAM_2000}"),
     ("group 2,000 piped Gaussians", "group --size 2 --delta 1e-5 --input {STREAM_2000}"),
     ("convert 100,001 piped Gaussians (refused)", "convert --delta 1e-5 --input {STREAM_100001}"),
