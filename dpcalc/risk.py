@@ -197,7 +197,7 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
                 b_lo, a_hi, names = _fallback_reading(case, pts)
                 b_hi = np.full(pts.shape, np.nan)
                 a_lo = None
-                method = f"dp-{target}"
+                method = f"via-dp-{target}"
                 what = case.label or "the mechanism"
                 how = f" (from {', '.join(sorted(names))})" if names else " (none: the trivial bounds)"
                 warnings.append(
@@ -256,7 +256,7 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
         ]
     if loose:
         notes.append(
-            f"dp-{target} rows: the PLD engine could not read the mechanism's curve, so β is bounded from below by "
+            f"via-dp-{target} rows: the PLD engine could not read the mechanism's curve, so β is bounded from below by "
             "the maximum of the trade-off functions f_{ε,δ} of sound (ε, δ) guarantees at δ = 1e-1 … 1e-15 (and "
             "the advantage by (e^ε − 1 + 2δ)/(e^ε + 1)): an attack can be no better, but it may be far worse; the "
             "other ends are not certified and are left empty."

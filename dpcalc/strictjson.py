@@ -52,13 +52,21 @@ def _int(text: str) -> int:
     return int(text)
 
 
+def _float(text: str) -> float:
+    v = float(text)
+    if v == 0.0 and any(c in "123456789" for c in text.partition("e")[0].partition("E")[0]):
+        # 1e-400 underflows to 0: the field would silently hold a different number.
+        raise InputError(f"{text} is too small to represent (it would be read as 0; the smallest is about 5e-324)")
+    return v + 0.0  # (−0.0 is 0)
+
+
 def _constant(name: str):
     raise InputError(f"{name} is not a JSON number (use a finite number)")
 
 
 def decoder() -> json.JSONDecoder:
-    """A JSON decoder that refuses duplicate keys, NaN/Infinity and over-long integers."""
-    return json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int, parse_constant=_constant)
+    """A JSON decoder that refuses duplicate keys, NaN/Infinity, over-long integers and numbers that underflow."""
+    return json.JSONDecoder(object_pairs_hook=_pairs, parse_int=_int, parse_float=_float, parse_constant=_constant)
 
 
 def raw_decode(dec: json.JSONDecoder, text: str, pos: int):

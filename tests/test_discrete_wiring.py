@@ -390,7 +390,7 @@ def test_curves_beyond_the_engine_are_bounded_one_sided_with_a_warning(args):
     doc = json.loads(res.stdout)
     assert any("PLD engine cannot read" in w and "one-sided" in w for w in doc["warnings"])
     for r in doc["rows"]:
-        assert r["method"].startswith("dp-") and r["bound"] in ("lower", "upper")
+        assert r["method"].startswith("via-dp-") and r["bound"] in ("lower", "upper")
         if "beta" in r:  # no attack is better than β: here none is worse than perfect either
             assert r["beta"] == 0.0 and r["beta_upper"] is None
         else:
@@ -503,3 +503,14 @@ def test_property_every_upper_is_at_least_the_exact_composition(obj, k, delta):
             assert _delta_at(ref, r["epsilon"]) <= delta + tol, r
         if r.get("epsilon_lower") is not None:
             assert _delta_at(ref, r["epsilon_lower"]) >= delta - tol, r
+
+
+@pytest.mark.parametrize("sigma", ["0.05", "0.06", "0.08"])
+def test_small_sigma_discrete_gaussian_risk_reads_through_its_exact_curve(sigma):
+    """σ in range whose table masses carry more round-off than the PLD engine allows: refused as "expected small
+    enough" (backwards); now read through the exact (ε, δ) curve, one-sided, with a warning."""
+    res = run("convert", "discrete-gaussian", "--sigma", sigma, "--to", "attack", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert all(r["method"] == "via-dp-attack" and r["tpr"] <= 1.0 for r in doc["rows"])
+    assert any("discrete-gaussian-cks" in w for w in doc["warnings"])

@@ -420,3 +420,21 @@ def test_minus_zero_is_echoed_as_zero_from_the_command_line_and_from_pipes():
         doc = json.loads(r.stdout)
         for row in doc["rows"]:
             assert all(math.copysign(1.0, v) == 1.0 for v in row.values() if isinstance(v, float) and v == 0)
+
+
+def test_numbers_that_underflow_are_refused_not_read_as_zero():
+    """1e-400 is 0 in double precision: accepted, it silently became FPR 0 (or a piped μ of 0)."""
+    r = CliRunner().invoke(cli, "convert gaussian --sigma 1 --to attack --fpr 1e-400".split())
+    assert r.exit_code == 2 and "'--fpr'" in r.stderr and "too small" in r.stderr
+    r = CliRunner().invoke(cli, ["convert", "--delta", "1e-5"], input='{"type": "gdp", "mu": 1e-400}')
+    assert r.exit_code == 2 and "too small" in r.stderr
+    for zero in ("0", "0.0", "0e-400", "-0"):  # a zero written as one is still 0
+        r = CliRunner().invoke(cli, f"convert gaussian --sigma 1 --to attack --fpr {zero} --json".split())
+        assert r.exit_code == 0, r.output
+
+
+def test_epsilon_on_a_piped_composition_says_what_to_give():
+    src = CliRunner().invoke(cli, "compose discrete-gaussian --sigma 1 --times 10 --delta 1e-5 --json".split())
+    r = CliRunner().invoke(cli, ["convert", "--epsilon", "1"], input=src.stdout)
+    assert r.exit_code == 2 and "--epsilon" in r.stderr and "give --delta" in r.stderr
+    assert "Missing option" not in r.stderr

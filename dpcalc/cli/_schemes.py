@@ -108,20 +108,14 @@ def interval(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta, **kw):
         return f(int(n), int(b), e, float(sigma), delta, last_batches=last, **kw)
 
 
-#: User level is accounted for K up to this many examples per user, and K/σ up to USER_LEVEL_MAX_RATIO: the
-#: mixture's privacy loss spans about K/σ², and beyond these the engine takes more than about 15 s and 1 GB.
-USER_LEVEL_MAX_K = 64
-USER_LEVEL_MAX_RATIO = 32.0
-
-
 def check_user_level(k: int, sigma: float) -> None:
-    """ValueError where the user-level pair is beyond what dpcalc accounts in reasonable time and memory."""
-    if k > USER_LEVEL_MAX_K or k / sigma > USER_LEVEL_MAX_RATIO:
-        raise ValueError(
-            f"K = {k} examples per user at σ = {sigma:g} is beyond what dpcalc accounts at user level (K up to "
-            f"{USER_LEVEL_MAX_K} and K/σ up to {USER_LEVEL_MAX_RATIO:g}: the privacy loss distribution grows with "
-            "K/σ); for larger groups use group privacy (dpcalc group)"
-        )
+    """ValueError where the user-level pair is beyond what dpcalc accounts in reasonable time and memory (the
+    limits of :func:`dpcalc.accounting.user_level_limit`, which piped objects meet too)."""
+    from dpcalc.accounting import user_level_limit
+
+    why = user_level_limit(k, sigma)
+    if why is not None:
+        raise ValueError(f"{why}; for larger groups use group privacy (dpcalc group)")
 
 
 def quick_upper(scheme: str, *, n, b, q, sigma, steps, bmax, k_user, delta) -> float:

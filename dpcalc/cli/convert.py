@@ -892,6 +892,11 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                     results.append(_risk_result(obj, where, target, alpha, fpr))
                 else:
                     need_dp(f"{type_name(obj)} object")
+                    if epsilon is not None and delta is None:
+                        raise click.UsageError(
+                            f"{where}: --epsilon (δ at a given ε) is not available for a {type_name(obj)} object, "
+                            "whose ε is computed at a δ; give --delta instead."
+                        )
                     require("delta", delta, "give the δ at which to report ε")
                     try:
                         parts = flatten(obj, 1, where)

@@ -88,6 +88,9 @@ def _parse_number(text: str) -> float:
     value = float(t) + 0.0  # "-0" is 0 (not −0.0, which would be echoed as "-0.0")
     if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a finite number (at most about 1.8e308)")
+    if value == 0 and re.search(r"[1-9]", re.split(r"[eE]", t)[0]):
+        # 1e-400 underflows to 0: it would silently become a different input (FPR 0, δ 0 …).
+        raise ValueError(f"{text!r} is too small to represent (it would be read as 0; the smallest is about 5e-324)")
     return value
 
 

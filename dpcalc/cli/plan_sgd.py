@@ -990,11 +990,12 @@ def _risk_inverse(v: dict) -> int:
         return int(ok), int(ok + max(1, int(rtol * ok))), "found"
 
     def noise_free_bound(i):
-        """For Poisson sampling, a bound on the advantage (TPR at FPR: FPR plus it) that holds at every σ: the
-        record joins some batch with probability p = 1 − (1 − q)^T, and otherwise the outputs are identically
-        distributed, so the two runs are within total variation p ((0, p)-DP, both directions). Rounded up."""
+        """For Poisson sampling, or batches drawn without replacement at each step, a bound on the advantage (TPR
+        at FPR: FPR plus it) that holds at every σ: the record joins some batch with probability p = 1 − (1 − q)^T
+        (steps drawn independently), and otherwise the outputs are identically distributed, so the two runs are
+        within total variation p ((0, p)-DP, both directions). Rounded up."""
         q, _, t = run_of(i, 1.0)
-        if v["sampling"] != "poisson" or q >= 1:
+        if v["sampling"] not in ("poisson", "without-replacement") or q >= 1:
             return np.inf
         p = float(-np.expm1(t * np.log1p(-q))) * (1 + 1e-12)
         return p if fpr is None else float(fpr[i]) + p
@@ -1008,7 +1009,7 @@ def _risk_inverse(v: dict) -> int:
             x, nxt_x, status = None, None, "any"
             warnings.append(
                 f"every noise multiplier meets the {label} target {m['target'][i]:.16g}: a record joins a batch with "
-                f"probability {noise_free_bound(i) - (0 if fpr is None else float(fpr[i])):.4g} over the run, "
+                f"probability {noise_free_bound(i) - (0 if fpr is None else float(fpr[i])):.6g} over the run, "
                 f"which bounds the {label} whatever the noise."
             )
         elif solve == "noise-multiplier":

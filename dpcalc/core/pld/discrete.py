@@ -86,8 +86,11 @@ def discrete_gaussian(sigma: float, sensitivity: int = 1) -> list[Direction]:
     d = int(checked("sensitivity", sensitivity, low=1, low_open=False, high=2.0**31, integer=True))
     tab = _d.dgauss_table(s)
     rel = tab.rel64
-    if rel > 2.5 * _U:  # pragma: no cover - only without extended precision and with many atoms
-        raise ValidationError("sigma", s, "small enough for the discrete Gaussian's masses to be computed exactly")
+    if rel > 2.5 * _U:
+        # (σ just above 0.05, or no extended precision: the table's masses carry more than the 2.5 ulps the
+        # engine's accounting allows.) Not an input error — σ is in range and the closed forms answer — so a
+        # plain ValueError: the engine declines, and the callers' next sound method reads it.
+        raise ValueError(f"the discrete Gaussian's masses at σ = {s:g} are not accurate enough for the PLD engine")
     x = tab.x.astype(np.float64)
     ell = d * (d - 2.0 * x) / (2.0 * (s * s))
     # Q(x) = P(x − Δ): the table's mass Δ places down (beyond its end: from the loss, in long double).
