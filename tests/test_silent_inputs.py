@@ -421,6 +421,6 @@ def test_group_of_what_has_no_group_rule_is_refused_by_name(first, mentions):
 
 def test_group_of_a_part_no_engine_can_account_is_refused_not_crashed():
     # (Hypothesis, CI of the twenty-second session: a user-level part of a million examples at σ = 0.05 was an
-    # internal error, exit 3.)
+    # internal error, exit 3. Since the twenty-fourth it meets the command line's user-level limit first.)
     obj = '{"type": "subsampled", "rate": 1e-9, "inner": {"type": "gaussian", "sigma": 0.05}}'
-    refused("group --size 1e6", obj, "groups of 1000000", "PLD engine")
+    refused("group --size 1e6", obj, "groups of 1000000", "at user level", "group dp")

@@ -341,7 +341,7 @@ def _composition(obj, where, size, delta, fmt, as_json):
         k = int(k)
         try:
             grouped = group_of(obj, k, where)
-            parts = flatten(grouped, 1, where)
+            parts = flatten(grouped, 1, f"{where}, groups of {k}")
         except ObjectError as exc:
             raise click.UsageError(str(exc)) from None
         objects.append(grouped)
