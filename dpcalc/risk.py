@@ -30,7 +30,7 @@ class Case:
     dominating: bool = False
     #: Where the PLD engine cannot read the case's curve (a step whose losses no grid holds: σ = 1e-12 or
     #: 1e308, randomized response with ε₀ = 1e15): a function of the δ ladder giving sound (ε, δ) pairs
-    #: (arrays, ε = inf where none) and the names of the engines that produced them (:func:`_fallback_rows`).
+    #: (arrays, ε = inf where none) and the names of the engines that produced them (:func:`_fallback_reading`).
     fallback: Callable | None = None
 
 
@@ -179,16 +179,7 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
             method, bound = f"gdp-{target}", "exact"
         else:
             bound = "lower" if target == "tradeoff" else "upper"
-            try:
-                if case.mechs is None:
-                    raise MemoryError("no pair was built")
-                prof = risk.profile(case.mechs)
-            except _NO_PLD as exc:
-                from dpcalc.core.errors import ValidationError
-
-                if isinstance(exc, ValidationError):
-                    raise
-                prof = None
+            prof = None if case.mechs is None else _profile(case.mechs)
             if prof is not None:
                 b_lo, b_hi = risk.tradeoff(prof, pts)
                 a_lo, a_hi = risk.advantage(prof)
@@ -277,37 +268,39 @@ def rows(cases: list[Case], target: str, points) -> tuple[list[Column], list[dic
     return cols, out, notes, warnings
 
 
+def _profile(mechs):
+    """The PLD engine's certified δ(ε) profile, or None where it cannot read the mechanisms (no grid holds or
+    fits their losses; an input out of a mechanism's range is still raised, for the caller to name)."""
+    from dpcalc.core.errors import ValidationError
+    from dpcalc.core.pld import risk
+
+    try:
+        return risk.profile(mechs)
+    except ValidationError:
+        raise
+    except _NO_PLD:
+        return None
+
+
 def _fallback_reading(case: Case, alpha: np.ndarray):
     """(β_lo at each α, an upper bound on the advantage, engine names) from the case's (ε, δ) pairs.
 
-    Each pair is a true guarantee, so f_{ε,δ}(α) = max{0, 1 − δ − e^ε α, e^{−ε}(1 − δ − α)} <= f(α) ([DRS]
-    Prop. 2.5) and the advantage δ(0) is at most (e^ε − 1 + 2δ)/(e^ε + 1) (the largest TPR − FPR that
-    f_{ε,δ} allows). Larger ε or δ only lowers f_{ε,δ}, so ε and δ that are upper bounds keep it sound.
-    Without a fallback (or a finite pair): β >= 0 and advantage <= 1, the trivial bounds."""
+    Each pair is a true guarantee, so f_{ε,δ}(α) <= f(α) ([DRS] Prop. 2.5) and the advantage is at most
+    f_{ε,δ}'s (:func:`dpcalc.core.fdp.dp_tradeoff`, :func:`~dpcalc.core.fdp.dp_advantage`, each rounded
+    toward its safe side); larger ε or δ only lower f_{ε,δ}, so ε and δ that are upper bounds keep it sound.
+    Without a finite pair: β >= 0 and advantage <= 1, the trivial bounds."""
+    from dpcalc.core import fdp
+
     if case.fallback is None:
         return np.zeros(alpha.shape), 1.0, set()
     eps, dl, names = case.fallback(FALLBACK_DELTAS)
     ok = np.isfinite(eps)
-    eps, dl = eps[ok], dl[ok]
-    if not eps.size:
-        names = set()
-    beta = np.zeros(alpha.shape)
-    adv = 1.0
-    if eps.size:
-        with np.errstate(over="ignore", invalid="ignore"):
-            e = np.exp(eps)[:, None]  # inf past ε ≈ 709: the first term is then 1 − δ at α = 0, −inf above
-            d, a = dl[:, None], alpha[None, :]
-            first = 1.0 - d - np.where(a > 0, e * a, 0.0)
-            f = np.maximum(np.maximum(first, (1.0 - d - a) / e), 0.0)
-            # (e^ε − 1 + 2δ)/(e^ε + 1), written so that e^ε = inf gives 1.
-            adv_j = 1.0 - 2.0 * (1.0 - dl) / (np.exp(eps) + 1.0)
-        # Rounded toward the safe side by a few ulps of 1 (the arithmetic's error), within [0, 1].
-        beta = np.clip(f.max(axis=0) - 8 * _EPS, 0.0, 1.0)
-        adv = float(np.clip(np.min(adv_j) + 8 * _EPS, 0.0, 1.0))
+    if not ok.any():
+        return np.zeros(alpha.shape), 1.0, set()
+    e, d = eps[ok], dl[ok]
+    beta = np.max(np.asarray(fdp.dp_tradeoff(e[:, None], d[:, None], alpha[None, :]), float), axis=0)
+    adv = float(np.min(np.asarray(fdp.dp_advantage(e, d), float)))
     return beta, adv, names
-
-
-_EPS = float(np.finfo(float).eps)
 
 
 # ---------------------------------------------------------------------------------------------- DP-SGD runs

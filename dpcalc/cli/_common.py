@@ -409,10 +409,10 @@ PREFETCH_CHUNK = 4096
 
 def prefetched(items, prefetch, size: int = PREFETCH_CHUNK):
     """The (object, where) pairs of ``items`` (read ahead, at most MAX_ROWS of them: more is refused), handed
-    on in chunks of ``size``; before each chunk is,
-    ``prefetch(chunk)`` computes what its objects will ask of the exact Gaussian ε in one vectorised call,
-    kept for the chunk (:class:`dpcalc.core.gdp.remembered`). Only a speed-up: where it fails, each object
-    computes its own answer (and reports its own error, attributed to it)."""
+    on in chunks of ``size``. Before a chunk is handed on, ``prefetch(chunk)`` computes what its objects will
+    ask of the exact Gaussian ε in one vectorised call, kept for the chunk (:class:`dpcalc.core.gdp.remembered`).
+    Only a speed-up: where it fails, each object computes its own answer (and reports its own error,
+    attributed to it)."""
     import itertools
 
     from dpcalc.core import gdp
@@ -437,20 +437,20 @@ def prefetched(items, prefetch, size: int = PREFETCH_CHUNK):
 
 def gaussian_pairs(chunk, deltas, sizes=(1,)):
     """(μ, δ) of every Gaussian mechanism (at sensitivity k·Δ for each k in ``sizes``) and μ-GDP object of a
-    chunk, against every δ: what ``convert`` and ``group`` will ask :func:`dpcalc.core.gdp.epsilon` for."""
+    chunk, against every δ: what ``convert`` and ``group`` will ask :func:`dpcalc.core.gdp.epsilon` for (μ as
+    they compute it: :func:`dpcalc.core.gaussian.mu_of` of :func:`dpcalc.core.group.gaussian_sensitivity`)."""
     import numpy as np
 
-    from dpcalc.core import _fp
+    from dpcalc.core import gaussian, group
     from dpcalc.model import GDP, Gaussian
 
-    mus = []
-    for obj, _ in chunk:
-        if isinstance(obj, Gaussian):
-            for k in sizes:
-                sens = _fp.mul_up(np.float64(obj.sensitivity), np.float64(k))  # kΔ rounded up, as group has it
-                mus.append(float(_fp.div_up(sens, np.float64(obj.sigma))))
-        elif isinstance(obj, GDP) and tuple(sizes) == (1,):
-            mus.append(float(obj.mu))
+    gauss = [obj for obj, _ in chunk if isinstance(obj, Gaussian)]
+    sig = np.array([o.sigma for o in gauss], dtype=np.float64)[:, None]
+    sens = np.array([o.sensitivity for o in gauss], dtype=np.float64)[:, None]
+    k = np.asarray(sizes, dtype=np.float64)[None, :]
+    mus = list(np.asarray(gaussian.mu_of(sig, group.gaussian_sensitivity(sens, k)), dtype=np.float64).ravel())
+    if tuple(sizes) == (1,):
+        mus += [float(obj.mu) for obj, _ in chunk if isinstance(obj, GDP)]
     m = np.repeat(np.asarray(mus, dtype=np.float64), len(deltas))
     d = np.tile(np.asarray(deltas, dtype=np.float64), len(mus))
     return m, d

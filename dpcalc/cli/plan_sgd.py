@@ -1002,14 +1002,14 @@ def _risk_inverse(v: dict) -> int:
 
     rows, warnings = [], []
     for i in range(m["target"].size):
-        any_sigma = solve == "noise-multiplier" and noise_free_bound(i) <= m["target"][i]
-        if any_sigma:
+        free = noise_free_bound(i) if solve == "noise-multiplier" else np.inf
+        if free <= m["target"][i]:
             # Every σ meets the target (the search would walk down to σ = 1e-3 through ever costlier PLDs and
             # report that as "the smallest"): no noise multiplier is needed for it.
             x, nxt_x, status = None, None, "any"
             warnings.append(
                 f"every noise multiplier meets the {label} target {m['target'][i]:.16g}: a record joins a batch with "
-                f"probability {noise_free_bound(i) - (0 if fpr is None else float(fpr[i])):.6g} over the run, "
+                f"probability {free - (0 if fpr is None else float(fpr[i])):.6g} over the run, "
                 f"which bounds the {label} whatever the noise."
             )
         elif solve == "noise-multiplier":
@@ -1018,9 +1018,7 @@ def _risk_inverse(v: dict) -> int:
             x, nxt_x, status = largest_whole(i, int(min(sgd.MAX_STEPS, 1e7)))
         else:
             x, nxt_x, status = largest_whole(i, int(m["dataset_size"][i]))
-        got = upper(i, x, False) if status not in ("none", "any") else None
-        if status == "any":
-            got = noise_free_bound(i)
+        got = free if status == "any" else upper(i, x, False) if status != "none" else None
         nxt = upper(i, nxt_x, False) if nxt_x is not None else None
         q, sig, t = run_of(i, x if status not in ("none", "any") else 1)
         if status == "none":
