@@ -1,4 +1,4 @@
-"""A narrow step's bulk composed in blocks on a finer grid (dpcalc.core.pld.blocks, engine._by_blocks)."""
+"""A narrow step's bulk composed in blocks on a finer grid (dpcalc.core.pld.blocks, retries._by_blocks)."""
 
 import math
 
@@ -14,6 +14,7 @@ from dpcalc.core.pld import discretise as D
 from dpcalc.core.pld import engine as E
 from dpcalc.core.pld import exact
 from dpcalc.core.pld import jumps as J
+from dpcalc.core.pld import retries as R
 from dpcalc.core.pld.mechanisms import gaussian, subsampled_gaussian
 
 
@@ -106,7 +107,7 @@ def test_the_blocked_interval_contains_the_exact_gaussian_composition(sigma, t, 
     # T Gaussian steps (μ-GDP with μ = √T/σ): the exact ε is known; the blocked route, started from a
     # bracket 10 % wide, must narrow it to a fraction of a percent and keep the exact value inside.
     exact = _gaussian_eps(math.sqrt(t) / sigma, delta)
-    lo, up = E._by_blocks([(gaussian(1.0 / sigma), t)], delta, 0.9 * exact, 1.1 * exact, h, 1e-3, 1e-4)
+    lo, up = R._by_blocks([(gaussian(1.0 / sigma), t)], delta, 0.9 * exact, 1.1 * exact, h, 1e-3, 1e-4)
     assert lo <= exact <= up
     assert up - lo < 2e-3 * exact
 
@@ -118,7 +119,7 @@ def test_at_an_epsilon_in_the_hundred_thousands_the_blocked_interval_holds_the_e
     mu = 500.0
     lo_e, up_e = exact.gaussian_interval(np.array([mu]), np.array([1e-10]), np.array([mu]))
     ex = float(up_e[0])
-    lo, up = E._by_blocks([(gaussian(0.5), 10**6)], 1e-10, 0.99 * ex, 1.01 * ex, 2.0**-6, 1e-3, 1e-4)
+    lo, up = R._by_blocks([(gaussian(0.5), 10**6)], 1e-10, 0.99 * ex, 1.01 * ex, 2.0**-6, 1e-3, 1e-4)
     assert lo <= float(up_e[0]) and float(lo_e[0]) <= up
     assert up - lo < 1e-4 * ex
 
@@ -133,7 +134,7 @@ def test_the_blocked_interval_overlaps_the_usual_one_and_sits_below_dp_accountin
     m = [(subsampled_gaussian(q, sigma), t)]
     ref = pld.epsilon(m, delta, rel=1e-4, abs_=1e-5)
     ref_lo, ref_up = float(ref.lower[0]), float(ref.upper[0])
-    lo, up = E._by_blocks(m, delta, 0.95 * ref_lo, 1.05 * ref_up, h, 1e-3, 1e-4)
+    lo, up = R._by_blocks(m, delta, 0.95 * ref_lo, 1.05 * ref_up, h, 1e-3, 1e-4)
     assert lo <= ref_up and ref_lo <= up
     assert ref_lo - lo < 3e-4 and up - ref_up < 2e-4
     assert lo <= _dpa(q, sigma, t, delta, 2e-5) * (1 + 1e-9)
@@ -203,9 +204,9 @@ def test_blocks_are_tried_only_for_steps_narrow_next_to_the_lower_ends_grid():
 
     wide = [(subsampled_gaussian(0.001, 0.8), 100000)]
     narrow = [(subsampled_gaussian(1.2285240957060973e-06, 0.7851655522407585), 1246375)]
-    assert not E._narrow(wide, answer(2.0**-18), answer(2.0**-18))
-    assert E._narrow(narrow, answer(2.0**-21), answer(2.0**-20))
-    assert not E._narrow(narrow, answer(2.0**-28), answer(2.0**-28))
+    assert not R._narrow(wide, answer(2.0**-18), answer(2.0**-18))
+    assert R._narrow(narrow, answer(2.0**-21), answer(2.0**-20))
+    assert not R._narrow(narrow, answer(2.0**-28), answer(2.0**-28))
 
 
 def test_a_discarded_lower_end_takes_no_blocks(monkeypatch):

@@ -15,16 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dpcalc.core import pld, sgd
-from dpcalc.core.pld import engine as E
+from dpcalc.core.pld import directions as Dr
+from dpcalc.core.pld import sizing as S
 from dpcalc.core.pld.query import chernoff_epsilon
 
 
 def _bound(mech, times, delta, h):
     """The Chernoff bound of every direction of ``mech`` (T = ``times``), from its upper discretisation."""
-    tail = E._tail_for([(mech, times)], delta)
+    tail = S._tail_for([(mech, times)], delta)
     out = []
-    for _, parts in E._discretised([(mech, times)], h, "upper", tail):
-        tilts = E.choose_tilts(parts, np.log([delta]), None)[0]
+    for _, parts in Dr._discretised([(mech, times)], h, "upper", tail):
+        tilts = Dr.choose_tilts(parts, np.log([delta]), None)[0]
         out.append(float(chernoff_epsilon(parts, [delta], tilts)[0]))
     return out
 
@@ -78,10 +79,10 @@ def test_settled_direction_leaves_the_answer_as_it_was(monkeypatch, case):
         calls.append(out)
         return out
 
-    monkeypatch.setattr(E, "chernoff_epsilon", spy)
+    monkeypatch.setattr(Dr, "chernoff_epsilon", spy)
     fast = sgd.tight_interval(*case)
     assert calls and np.all(np.isfinite(calls[0]))
     assert np.all(calls[0] <= fast.lower)  # settled: below the certified lower end
-    monkeypatch.setattr(E, "chernoff_epsilon", lambda parts, delta, tilts: np.full(np.shape(delta), np.inf))
+    monkeypatch.setattr(Dr, "chernoff_epsilon", lambda parts, delta, tilts: np.full(np.shape(delta), np.inf))
     slow = sgd.tight_interval(*case)
     assert np.array_equal(fast.lower, slow.lower) and np.array_equal(fast.upper, slow.upper)

@@ -9,10 +9,12 @@ from scipy import optimize, stats
 
 from dpcalc.core import pld, sgd
 from dpcalc.core.pld import compose as C
+from dpcalc.core.pld import directions as Dr
 from dpcalc.core.pld import discretise as D
 from dpcalc.core.pld import engine as E
 from dpcalc.core.pld import jumps as J
 from dpcalc.core.pld import query as Qy
+from dpcalc.core.pld import retries as R
 from dpcalc.core.pld.mechanisms import gaussian, subsampled_gaussian
 
 
@@ -89,7 +91,7 @@ def test_split_interval_contains_the_exact_gaussian_composition(mu, t, delta, h,
     # the last case the lower discretisation moved the losses down by 0.0022 in all; the interval is
     # 1.9e-4 wide only if each term gives its moves back.
     exact = _gaussian_eps(mu * math.sqrt(t), delta)
-    lo, up = E._by_jumps([(gaussian(mu), t)], delta, 0.0, 2 * exact + 1e-3, h, 1e-3, 1e-4, check=False)
+    lo, up = R._by_jumps([(gaussian(mu), t)], delta, 0.0, 2 * exact + 1e-3, h, 1e-3, 1e-4, check=False)
     assert lo <= exact <= up
     assert up - lo <= rel * exact
 
@@ -102,7 +104,7 @@ def test_split_interval_agrees_with_the_usual_one_and_with_dp_accounting(q, s, t
     mechs = [(subsampled_gaussian(q, s), t)]
     ans = pld.epsilon(mechs, d)
     lo, up = float(ans.lower[0]), float(ans.upper[0])
-    jl, ju = E._by_jumps(mechs, d, 0.0, 1.5 * up + 1e-3, 2.0**-17, 1e-3, 1e-4, check=False)
+    jl, ju = R._by_jumps(mechs, d, 0.0, 1.5 * up + 1e-3, 2.0**-17, 1e-3, 1e-4, check=False)
     assert jl <= up and lo <= ju  # two certified intervals of one ε overlap
     assert jl > 0.99 * lo  # and the split one is a real answer, not [0, up]
     assert jl <= _dpa(q, s, t, d, 1e-5)  # their pessimistic PLD is an upper bound
@@ -137,7 +139,7 @@ def test_a_part_without_mass_leaves_its_terms_out():
     ans = pld.epsilon([(pld.dp(1.0, 0.95), 2)], 0.99855, rel=1e-9, abs_=1e-12)
     assert ans.lower[0] <= exact <= ans.upper[0] * (1 + 1e-12)
     exact2 = optimize.brentq(lambda e: exact_delta(e) - 0.9985, 0.0, 2.0, xtol=1e-15)
-    lo, up = E._by_jumps([(pld.dp(1.0, 0.95), 2)], 0.9985, 0.5, 0.7, 2.0**-12, 1e-3, 1e-4, check=False)
+    lo, up = R._by_jumps([(pld.dp(1.0, 0.95), 2)], 0.9985, 0.5, 0.7, 2.0**-12, 1e-3, 1e-4, check=False)
     assert lo <= exact2 <= up * (1 + 1e-12)
 
 
@@ -168,11 +170,11 @@ def test_the_split_is_tried_only_where_far_tail_steps_carry_delta():
     # δ, so the split would be the same composition again — it is not tried, and the answer is untouched.
     mechs = [(subsampled_gaussian(0.001, 0.8), 100_000)]
     st = D.discretise_upper(mechs[0][0][0], 2.0**-14, 1e-20)
-    assert not E._jumps_carry(J.split(st, 100_000, 1e-6), 1e-6, 2.9)
+    assert not R._jumps_carry(J.split(st, 100_000, 1e-6), 1e-6, 2.9)
     # The corner's case: one step's far tail carries δ.
     mechs = [(subsampled_gaussian(1.14e-6, 0.635), 82922)]
     st = D.discretise_upper(mechs[0][0][0], 2.0**-16, 1e-30)
-    assert E._jumps_carry(J.split(st, 82922, 1.54e-12), 1.54e-12, 0.0835)
+    assert R._jumps_carry(J.split(st, 82922, 1.54e-12), 1.54e-12, 0.0835)
 
 
 def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the_starting_grid(monkeypatch):
@@ -184,7 +186,7 @@ def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the
     from mpref import delta_two_steps
 
     seen = {"split": 0, "compositions": 0}
-    by_jumps, compose = E._by_jumps, E.compose
+    by_jumps, compose = E._by_jumps, Dr.compose
 
     def counted_split(*a, **k):
         seen["split"] += 1
@@ -195,7 +197,7 @@ def test_a_lower_end_in_long_double_with_far_tail_steps_goes_to_the_split_on_the
         return compose(*a, **k)
 
     monkeypatch.setattr(E, "_by_jumps", counted_split)
-    monkeypatch.setattr(E, "compose", counted_compose)
+    monkeypatch.setattr(Dr, "compose", counted_compose)
     q, s, d = 1e-6, 0.5, 1e-12
     r = sgd.tight_interval(q, s, 2, d)
     lo, up = float(r.lower[0]), float(r.upper[0])

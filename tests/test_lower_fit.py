@@ -6,8 +6,9 @@ import pytest
 from peers import dpa_epsilon as _dpa
 
 from dpcalc.core import pld, sgd
+from dpcalc.core.pld import directions as Dr
 from dpcalc.core.pld import discretise as D
-from dpcalc.core.pld import engine as E
+from dpcalc.core.pld import sizing as S
 from dpcalc.core.pld.errors import LOWER_ETA, lower_shift
 
 # q = 4.2e-5, σ = 0.469: three quarters of the remove direction's P-mass lies within a fraction of a
@@ -36,7 +37,7 @@ def test_placed_edges_line_the_pile_up_with_the_rest(k, monkeypatch):
     q, s, t, d = PILE
     direction = pld.subsampled_gaussian(q, s)[0]
     h = 2.0**-k
-    tail = E._tail_for([(pld.subsampled_gaussian(q, s), t)], d)
+    tail = S._tail_for([(pld.subsampled_gaussian(q, s), t)], d)
     placed = D.discretise_lower(direction, h, tail, times=t)
     monkeypatch.setattr(D, "ALIGN_BINS", 0)  # the nudges alone
     nudged = D.discretise_lower(direction, h, tail, times=t)
@@ -78,7 +79,7 @@ def test_a_lower_fit_is_sized_to_the_width_of_the_answer_not_the_chernoff_guess(
         seen.append(enough * 4 * h)  # the width the fit was asked to resolve
         return real(d, h, tail, times, widest, enough)
 
-    monkeypatch.setattr(E, "discretise_lower", spy)
+    monkeypatch.setattr(Dr, "discretise_lower", spy)
     r = sgd.tight_interval(6.2e-5, 0.302, 613, 0.00696)
     assert r.met[0]
     width = max(1e-3 * float(r.upper[0]), 1e-4)

@@ -8,15 +8,15 @@ from peers import dpa_epsilon as _dpa
 
 from dpcalc.core import composition, gdp, laplace, pld, sgd
 from dpcalc.core.pld import compose as C
+from dpcalc.core.pld import directions as Dr
 from dpcalc.core.pld import discretise as D
-from dpcalc.core.pld import engine as E
 from dpcalc.core.pld import errors as Er
 from dpcalc.core.pld import query as Qy
 
 
 def _eps_one(mechs, delta, h, kind, guess=None):
     """ε(δ) by one discretisation kind on the grid h: the maximum over all directions."""
-    return np.nanmax(E._eps_dirs(mechs, np.atleast_1d(delta), h, kind, guess), axis=0)
+    return np.nanmax(Dr._eps_dirs(mechs, np.atleast_1d(delta), h, kind, guess), axis=0)
 
 
 @pytest.mark.parametrize("mu, T, delta", [(0.1, 100, 1e-5), (0.5, 10, 1e-6), (1.0, 1, 1e-10), (0.02, 2500, 1e-3)])
@@ -361,7 +361,7 @@ def _compose_longdouble(parts, cp):
     ],
 )
 def test_roundoff_bound_covers_measured_fft_error(mechs, h, extended):
-    (_, parts), *_ = E._discretised(mechs, h, "upper", 1e-20, dirs=[0])
+    (_, parts), *_ = Dr._discretised(mechs, h, "upper", 1e-20, dirs=[0])
     lam, _ = C.choose_tilt(parts, np.log(1e-6))
     cp = C.compose(parts, lam=lam, eta=1e-15, extended=extended)
     exact = _compose_longdouble(parts, cp)
@@ -391,7 +391,7 @@ def test_roundoff_bound_covers_measured_error_with_the_low_band(monkeypatch, mec
         return r
 
     monkeypatch.setattr(C, "low_band_rfft", spy)
-    (_, parts), *_ = E._discretised(mechs, h, "upper", 1e-20, dirs=[0])
+    (_, parts), *_ = Dr._discretised(mechs, h, "upper", 1e-20, dirs=[0])
     lam, _ = C.choose_tilt(parts, np.log(1e-9))
     cp = C.compose(parts, lam=lam, eta=1e-15, extended=True)
     assert used == [True]
@@ -454,7 +454,7 @@ def test_roundoff_bound_covers_the_exact_error_at_every_precision(mechs, h):
     # Against the exact composition (integers), each precision level's bound covers the error — and the
     # whole-long-double level's bound is far below the others (the round-off that kept δ = 1.8e-12
     # readings 0.4 % apart: see test_heavy_tail_tiny_delta_meets_the_width).
-    (_, parts), *_ = E._discretised(mechs, h, "upper", 1e-20, dirs=[0])
+    (_, parts), *_ = Dr._discretised(mechs, h, "upper", 1e-20, dirs=[0])
     lam, _ = C.choose_tilt(parts, np.log(1e-9))
     bounds = []
     for level in (0, 1, C.FULL):
@@ -678,7 +678,7 @@ def test_sparse_tail_bins_keep_the_lower_discretisation_below_the_truth(directio
 def test_a_cut_window_gives_the_same_upper_bound_and_never_claims_below_the_cut():
     mechs = [(pld.subsampled_gaussian(0.01, 1.1), 10_000)]
     h = 2.0**-12
-    (_, parts), *_ = E._discretised(mechs, h, "upper", 1e-16, dirs=[0])
+    (_, parts), *_ = Dr._discretised(mechs, h, "upper", 1e-16, dirs=[0])
     lam, _ = C.choose_tilt(parts, np.log(1e-5))
     full = C.compose(parts, lam=lam, eta=1e-15)
     e_full = Qy.epsilon_at(full, [1e-5], 1.0)[0]
@@ -690,7 +690,7 @@ def test_a_cut_window_gives_the_same_upper_bound_and_never_claims_below_the_cut(
     high = C.compose(parts, lam=lam, eta=1e-15, cut=e_full + 0.5, cut_eta=1e-14)
     assert Qy.epsilon_at(high, [1e-5], 1.0)[0] >= high.read_from >= e_full
     # A lower bound read from it finds nothing above the cut and claims nothing.
-    (_, lparts), *_ = E._discretised(mechs, h, "lower", 1e-16, dirs=[0])
+    (_, lparts), *_ = Dr._discretised(mechs, h, "lower", 1e-16, dirs=[0])
     lo_high = C.compose(lparts, lam=lam, eta=1e-15, cut=e_full + 0.5, cut_eta=1e-14, upper=False)
     assert Qy.epsilon_at(lo_high, [1e-5], -1.0)[0] == -np.inf
     lo_cut = C.compose(lparts, lam=lam, eta=1e-15, cut=e_full - 0.3, cut_eta=1e-14, upper=False)
@@ -725,7 +725,7 @@ def test_suffix_sums_and_reads_meet_their_error_bounds():
             exact = float(np.sum(x[i:].astype(np.longdouble) * w))
             assert abs(got[i] - exact) <= rel * exact
     mechs = [(pld.subsampled_gaussian(0.01, 1.1), 3000)]
-    (_, parts), *_ = E._discretised(mechs, 2.0**-12, "upper", 1e-16, dirs=[0])
+    (_, parts), *_ = Dr._discretised(mechs, 2.0**-12, "upper", 1e-16, dirs=[0])
     cp = C.compose(parts, lam=3.87, eta=1e-15)
     r = Qy.Reader(cp)
     # The index of the first loss above ε, including ε on and next to grid points.
@@ -805,7 +805,7 @@ def test_a_lower_hint_close_enough_spares_the_lower_end_and_a_far_one_changes_no
 
 
 def test_other_directions_grid_follows_the_estimates():
-    CLEARLY_BELOW, _other_grids = E.CLEARLY_BELOW, E._other_grids
+    CLEARLY_BELOW, _other_grids = Dr.CLEARLY_BELOW, Dr._other_grids
     h = 2.0**-14
     g0 = 1.0
     base = {"width": 1e-3}

@@ -20,7 +20,7 @@ from scipy.stats import norm
 from dpcalc.cli import cli
 from dpcalc.core import pld
 from dpcalc.core.pld import risk
-from dpcalc.core.pld.engine import READ_SLACK, _cover_tilts
+from dpcalc.core.pld.deltas import READ_SLACK, _cover_tilts
 
 SCHEMA = json.loads((Path(__file__).resolve().parent.parent / "dpcalc/schema/result-v1.schema.json").read_text())
 ALPHA = np.array([1e-8, 1e-5, 1e-3, 0.01, 0.05, 0.2, 0.5, 0.8, 0.99, 1.0])

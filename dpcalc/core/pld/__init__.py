@@ -58,11 +58,21 @@ stage:
   steps is at least its mean minus a margin, except with probability η, so
   δ_true(ε) >= δ_lower(ε − s) − η — without this give-back the lower bound
   would drift by T times the mean move).
-* :mod:`.engine` — accuracy control: the width asked for sized by a Chernoff
-  estimate of ε from the steps' tails, grids chosen from it and the per-step
-  loss spread, refined side by side until the interval is narrow enough,
-  coarsened where a grid does not fit (small ε: upper ends first, and no
-  lower end where they are within the absolute width).
+* :mod:`.engine` — accuracy control: the lower end, then the upper ends,
+  refined side by side until the interval is narrow enough, coarsened where a
+  grid does not fit (small ε: upper ends first, and no lower end where they
+  are within the absolute width); answers that still miss their width go to
+  the retries. Its stages, each a file:
+
+  * :mod:`.sizing` — the width asked for, sized by a Chernoff estimate of ε
+    from the steps' tails, and the first grid, from it and the per-step loss
+    spread;
+  * :mod:`.directions` — one grid's compositions, per direction of the
+    neighbouring relation, with the long-double retries of reads drowned in
+    round-off;
+  * :mod:`.retries` — the split (:mod:`.jumps`) and the blocks
+    (:mod:`.blocks`) for T releases of one step that missed their width;
+  * :mod:`.deltas` — δ at given ε (risk profiles), one grid, few tilts.
 * :mod:`.exact` — the closed forms that need no grid: T Gaussian steps
   (μ-GDP, q = 1) and a single subsampled Gaussian step (T = 1), as
   certified intervals whose width is round-off only.
@@ -88,8 +98,9 @@ References
    arXiv:1905.02383 (Thm 4.2: subsampling without replacement, C_q(f)).
 """
 
+from .deltas import Interval, delta_interval
 from .discrete import bounded_range, discrete_gaussian, discrete_laplace, generalized_rr, randomized_response
-from .engine import ABS_WIDTH, MIN_DELTA, REL_WIDTH, UPPER_H, Answer, Interval, delta_interval, epsilon
+from .engine import ABS_WIDTH, MIN_DELTA, REL_WIDTH, UPPER_H, Answer, epsilon
 from .mechanisms import (
     Direction,
     dp,

@@ -7,7 +7,7 @@ symmetric) is f-DP with the tightest trade-off function ([DRS] Prop. 2.12)
 
 the smallest type II error β any membership test can have at type I error α; the best attack's TPR at
 FPR α is 1 − f(α) and its largest advantage TPR − FPR is δ(0) ([KGK] Sec. 2). The engine gives, on an
-ε grid ε_0 = 0 < … < ε_K, certified δ_lo(ε_i) <= δ(ε_i) <= δ_up(ε_i) (:func:`.engine.delta_interval`).
+ε grid ε_0 = 0 < … < ε_K, certified δ_lo(ε_i) <= δ(ε_i) <= δ_up(ε_i) (:func:`.deltas.delta_interval`).
 
 * **β from below** (an attack can be no better): every (ε_i, δ_up(ε_i)) is a true guarantee, so
   β_lo(α) = max_i f_{ε_i, δ_up(ε_i)}(α) <= f(α).
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .engine import _first_guess, delta_interval, initial_h
+from .deltas import delta_interval
+from .sizing import _first_guess, initial_h
 
 __all__ = ["Profile", "profile", "tradeoff", "advantage", "DELTA_TOL", "EPS_STEP"]
 
