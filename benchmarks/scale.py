@@ -90,6 +90,11 @@ CASES = [
     ("convert 2,000 piped Gaussians", "convert --delta 1e-5 --input {STREAM_2000}"),
     ("group 2,000 piped Gaussians", "group --size 2 --delta 1e-5 --input {STREAM_2000}"),
     ("convert 100,001 piped Gaussians (refused)", "convert --delta 1e-5 --input {STREAM_100001}"),
+    (
+        "calibrate discrete-gaussian, σ = 4e4 (tiny ε)",
+        "calibrate discrete-gaussian --epsilon 1e-320,1e-12,1e-8 --delta 1e-5,1e-3",
+    ),
+    ("calibrate discrete-gaussian, σ = 1.47e5", "calibrate discrete-gaussian --epsilon 1e-8 --delta 2.7e-6"),
 ]
 
 

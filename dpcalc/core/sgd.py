@@ -32,6 +32,7 @@ from . import gdp
 from . import rdp as _rdp
 from ._arrays import all_scalar, checked, finish
 from .errors import ValidationError
+from .solve import secant as _secant
 from .solve import walk_and_bisect
 
 __all__ = [
@@ -990,40 +991,6 @@ def _int_probe(x, e, target):
     with np.errstate(all="ignore"):
         jump = np.floor(x * np.clip(target / e, 1.0, 4.0))
     return np.maximum(np.nan_to_num(jump, nan=x + 1), x + 1)
-
-
-#: :func:`_secant` moves the secant root by this share of the tolerance (0.45 gave answers up to 0.7 of
-#: the tolerance short of the optimum; 0.2 stalled into bisection more often: about as many evaluations
-#: as plain bisection).
-NUDGE = 0.3
-
-
-def _secant(tol, whole: bool = False, log: bool = False):
-    """``interp`` for :func:`.solve.walk_and_bisect`: the secant root of ε(x) = target between the met
-    end a and the missed end b (each end's distance from the target scaled by its Illinois weight),
-    moved by NUDGE of the tolerance ``tol(a, b)`` (the bracket width at which the search stops) toward
-    the end that did not move last — so that where the secant is accurate the next two points land on
-    either side of the root within the tolerance — and kept at least half the tolerance inside the
-    bracket (a root next to an end: the next point is then one that closes the bracket or moves that
-    end by half the tolerance); ``whole``: rounded to a whole number (step counts, batch sizes);
-    ``log``: the secant of log ε where ε and the target are positive (x = −log σ: ε goes like a power
-    of σ, so log ε is nearly straight in x, where ε itself can bend by a factor of 100 across a
-    bracket)."""
-
-    def interp(a, b, e_a, e_b, target, last, w_a=1.0, w_b=1.0):
-        with np.errstate(all="ignore"):
-            if log:
-                pos = (e_a > 0) & (e_b > 0) & (target > 0)
-                e_a, e_b, target = (np.where(pos, np.log(v), v) for v in (e_a, e_b, target))
-            f_a, f_b = (e_a - target) * w_a, (e_b - target) * w_b
-            root = a + (-f_a) / (f_b - f_a) * (b - a)
-            t = tol(a, b)
-            x = root + np.where(last > 0, NUDGE, -NUDGE) * t * np.sign(b - a)
-            lo_, hi_ = np.minimum(a, b), np.maximum(a, b)
-            x = np.where(hi_ - lo_ > t, np.clip(x, lo_ + 0.5 * t, hi_ - 0.5 * t), x)
-        return np.round(x) if whole else x
-
-    return interp
 
 
 def _int_narrow(rtol: float = 0.0):
