@@ -284,11 +284,10 @@ class DGaussTable:
             X = np.ceil(xs) - 1.0
         X = np.clip(np.nan_to_num(X, nan=-np.inf), -self.N - 1, self.N)
         j = (X + self.N).astype(np.int64)  # index of X; −1: no atom above ε
-        cum = np.concatenate([np.zeros(1, dtype=self.cum.dtype), self.cum])  # cum[j + 1] = Σ_{i<=j} p_i
-        cp = cum[j + 1]
-        S, s_rel = self._q_sums(int(sens))
         ld = self.cum.dtype
         some = j >= 0
+        cp = np.where(some, self.cum[np.maximum(j, 0)], ld.type(0))  # Σ_{i<=j} p_i (0 where j = −1)
+        S, s_rel = self._q_sums(int(sens))
         sq = np.where(some, S[np.maximum(j, 0)], ld.type(0))
         ell_x = ld.type(sens) * (ld.type(sens) - 2 * X.astype(ld)) / (2 * ld.type(self.sigma) ** 2)
         expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
