@@ -95,6 +95,10 @@ CASES = [
         "calibrate discrete-gaussian --epsilon 1e-320,1e-12,1e-8 --delta 1e-5,1e-3",
     ),
     ("calibrate discrete-gaussian, σ = 1.47e5", "calibrate discrete-gaussian --epsilon 1e-8 --delta 2.7e-6"),
+    (
+        "convert discrete-gaussian σ = 1e5, Δ = 1e6 --to attack (2.7 M atoms)",
+        "convert discrete-gaussian --sigma 1e5 --sensitivity 1000000 --to attack",
+    ),
 ]
 
 
