@@ -131,9 +131,9 @@ def test_mixed_ledger_of_tiny_releases_is_tight_on_a_coarse_grid(monkeypatch):
     ans = pld.epsilon(mechs, 1e-6)
     assert ans.met[0]
     assert ans.h_lower >= 2.0**-17 and ans.h_upper >= 2.0**-17
-    from dpcalc.core.pld import engine
+    from dpcalc.core.pld import directions
 
-    monkeypatch.setattr(engine, "FOLD_FROM", 10**12)
+    monkeypatch.setattr(directions, "FOLD_FROM", 10**12)
     old = pld.epsilon(mechs, 1e-6)
     assert old.h_lower < ans.h_lower  # unfolded, the lower end needed a finer grid
     assert ans.lower[0] <= old.upper[0] and old.lower[0] <= ans.upper[0]
