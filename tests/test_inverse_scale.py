@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from dpcalc.cli import cli
-from dpcalc.core import sgd
+from dpcalc.core import sgd, solve
 from dpcalc.core.pld import query
 
 MNIST = "--dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-5"
@@ -198,7 +198,7 @@ def test_secant_points_are_checked_and_the_answer_as_narrow(f):
     jump where the secant stalls (bisection takes over), and a staircase."""
     tol = 1e-3
     targets = np.array([0.2, 1.0, 2.5, 7.0])
-    ok, bad, e_ok, e_bad, seen = _walk(f, targets, 0.0, tol, sgd._secant(lambda a, b: tol))
+    ok, bad, e_ok, e_bad, seen = _walk(f, targets, 0.0, tol, solve.secant(lambda a, b: tol))
     assert np.all(np.isfinite(ok) & np.isfinite(bad))
     assert np.all(bad - ok <= tol) and np.all(bad > ok)
     assert np.all(np.isin(ok, seen) & np.isin(bad, seen))
@@ -216,7 +216,7 @@ def test_secant_needs_fewer_evaluations_on_a_smooth_curve():
 
     tol, target = 1e-4, np.array([3.0])
     _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
-    ok, bad, _, _, secant = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol))
+    ok, bad, _, _, secant = _walk(f, target, 0.0, tol, solve.secant(lambda a, b: tol))
     assert bad[0] - ok[0] <= tol and f(ok[0]) <= 3.0 < f(bad[0])
     assert secant.size <= plain.size - 8
 
@@ -326,7 +326,7 @@ def test_secant_on_log_epsilon_closes_a_steep_bracket():
 
     tol, target = 1e-3, np.array([500.0])
     _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
-    ok, bad, _, _, lg = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol, log=True))
+    ok, bad, _, _, lg = _walk(f, target, 0.0, tol, solve.secant(lambda a, b: tol, log=True))
     assert bad[0] - ok[0] <= tol and f(ok[0]) <= 500.0 < f(bad[0])
     assert lg.size <= 6 < plain.size
 
@@ -340,7 +340,7 @@ def test_illinois_after_repeated_sides_beats_bisection():
 
     tol, target = 1e-3, np.array([50.0])
     _, _, _, _, plain = _walk(f, target, 0.0, tol, None)
-    ok, bad, _, _, seen = _walk(f, target, 0.0, tol, sgd._secant(lambda a, b: tol))
+    ok, bad, _, _, seen = _walk(f, target, 0.0, tol, solve.secant(lambda a, b: tol))
     assert bad[0] - ok[0] <= tol and f(ok[0]) <= 50.0 < f(bad[0])
     assert seen.size <= plain.size - 4
 

@@ -32,8 +32,7 @@ from . import gdp
 from . import rdp as _rdp
 from ._arrays import all_scalar, checked, finish
 from .errors import ValidationError
-from .solve import secant as _secant
-from .solve import walk_and_bisect
+from .solve import secant, walk_and_bisect
 
 __all__ = [
     "Accountant",
@@ -1074,7 +1073,7 @@ def solve_sigma(
         probe,
         mid,
         narrow,
-        _secant(lambda a, b: tol, log=True),
+        secant(lambda a, b: tol, log=True),
     )
     with np.errstate(over="ignore"):
         value = np.exp(-ok)
@@ -1139,7 +1138,7 @@ def solve_steps(
         _int_probe,
         _int_mid,
         _int_narrow(rtol),
-        _secant(lambda a, b: np.maximum(1.0, np.floor(rtol * np.minimum(a, b))), whole=True),
+        secant(lambda a, b: np.maximum(1.0, np.floor(rtol * np.minimum(a, b))), whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
     return Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok)
@@ -1199,7 +1198,7 @@ def solve_batch_size(
         _int_probe,
         _int_mid,
         _int_narrow(),
-        _secant(lambda a, b: 1.0, whole=True),
+        secant(lambda a, b: 1.0, whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
     return Solution(value, e_ok, (status == OPTIMAL) | (status == RANGE_END), status, bad, e_bad, m_ok)

@@ -29,7 +29,6 @@ __all__: list[str] = []  # (the engine's own stages: see :mod:`.engine`)
 #: answer does: at tiny δ the double-precision reads' round-off made them up to 4× loose (q = 1e-6, σ = 0.58,
 #: 10 steps, δ = 1e-12: 0.0916 against a certified 0.0216), and a search then ran on full evaluations.
 QUICK_GRID = 1 << 20
-
 #: ... and count round-off against this share of the ε they read (the width they would be asked for).
 QUICK_REL = 1e-2
 
@@ -37,13 +36,10 @@ QUICK_REL = 1e-2
 #: that allowance moves ε by less than NOISE_WIDTH of the width asked for (it is part of the bound
 #: either way; long double only narrows it).
 NOISE_LIMIT = 1e-5
-
 NOISE_WIDTH = 0.005
-
 #: ... and every stage of it in long double where the round-off still moves ε by this share of the width
 #: (see :func:`_eps_dirs`).
 FULL_SHARE = 0.1
-
 #: A double-precision read whose round-off is within this range of δ goes to every stage in long double
 #: at once, not through the steps' transforms in long double first (see :func:`_eps_dirs`).
 NEAR_ONE = (0.1, 10.0)

@@ -65,7 +65,6 @@ def _jumps_carry(sp, delta: float, eps: float) -> bool:
 
 #: Grids tried by :func:`_by_jumps`: the finest of the answer, and this many halvings of it ...
 JUMP_HALVINGS = 2
-
 #: ... or, for the split tried first on the starting grid, this many (the lower end stops at the first
 #: grid that meets the width: q = 1e-7, σ = 0.45, 2 steps, δ = 1e-13 met it on the fourth, 0.2 s, where
 #: two halvings left the retry and the split on its finest grid to do it in 18 s).
@@ -145,19 +144,12 @@ def _by_jumps(
 #: BLOCK_COUNT of them; as large as fit: their roundings' give-back grows as the root of their number),
 #: composed on a grid 2^BLOCK_FINER times finer than the answer's.
 BLOCK_STEPS = 1 << 20
-
 BLOCK_MIN = 64
-
 BLOCK_COUNT = 4
-
 BLOCK_FINER = 2
-
 BLOCK_COARSER = 1
-
 BLOCK_GRID = 4097
-
 BLOCK_SCALES = 6
-
 BLOCK_NARROW = 64
 
 

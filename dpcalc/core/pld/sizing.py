@@ -18,7 +18,6 @@ __all__ = ["REL_WIDTH", "ABS_WIDTH", "initial_h", "consistent", "within"]
 
 #: Default interval width: at most 0.1 % of ε, or 1e-4 absolute for small ε.
 REL_WIDTH = 1e-3
-
 ABS_WIDTH = 1e-4
 
 #: The spread model of :func:`initial_h` overstates connect-the-dots error (measured: the first
@@ -33,7 +32,6 @@ def _pow2_at_most(x: float) -> float:
 #: The steps' P-mass beyond their grids (sent to +∞ by an upper end, dropped by a lower one): at most this
 #: share of δ over all steps ...
 TAIL_SHARE = 1e-9
-
 #: ... and where an answer misses its width, it is computed again with this share (and the two intervals,
 #: both certified, intersected): where one step's heavy upper tail makes ε (small q, small σ, tiny δ), a
 #: grid reaching a 1e-9·δ tail lets the tilt that the answer needs (λ ≈ 28 at δ = 1.8e-12) weigh that
