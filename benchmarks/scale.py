@@ -83,6 +83,14 @@ CASES = [
         "plan-sgd --to tradeoff, σ = 1.1 (pld risk profile)",
         f"plan-sgd {MNIST} --epochs 60 --noise-multiplier 1.1 --to tradeoff --alpha 1e-5,1e-3,0.1",
     ),
+    (
+        "plan-sgd --to attack, σ grid of 10,000 (lattice of 128 runs)",
+        "plan-sgd --rate 0.01 --steps 1000 --noise-multiplier 0.5:2:10000 --to attack --fpr 0.001,0.01",
+    ),
+    (
+        "plan-sgd --to tradeoff, q × T grid of 100 × 100 (lattice)",
+        "plan-sgd --rate 0.001:0.1:100:log --steps 100:10000:100 --noise-multiplier 1 --to tradeoff --alpha 0.01",
+    ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),

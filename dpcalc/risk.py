@@ -393,3 +393,155 @@ def attack_bounds(rate, sigma, steps, fpr=None, sampling: str = "poisson", quick
             p_lo, _ = attack_bounds(q[many], s[many], t[many], None if f is None else f[many], "poisson", quick)
             lo[many] = np.minimum(p_lo, hi[many])
     return lo, hi
+
+
+#: ``plan-sgd --to tradeoff|attack`` reads every sampled run of a grid with at most this many of them on its
+#: own; a larger grid is read on a lattice of at most this many runs (:func:`sgd_rows`).
+GRID_RUNS = 128
+
+
+class RunTooLarge(MemoryError):
+    """A run whose privacy loss distribution does not fit in memory: ``run`` is its (q, σ, T)."""
+
+    def __init__(self, rate: float, sigma: float, steps: int):
+        super().__init__(f"q = {rate:g}, σ = {sigma:g}, T = {steps}")
+        self.run = (rate, sigma, steps)
+
+
+def _run_rows(rate: float, sigma: float, steps: int, sampling: str, target: str, points):
+    """:func:`rows` of one run (no echoed fields)."""
+    case = sgd_mechanisms(rate, sigma, steps, sampling)
+    try:
+        return rows([case], target, points)
+    except MemoryError:
+        raise RunTooLarge(rate, sigma, steps) from None
+
+
+def sgd_rows(rate, sigma, steps, sampling: str, target: str, points, bases: list[dict], budget: int | None = None):
+    """Columns, rows, notes and warnings of the readings of a grid of DP-SGD runs (``plan-sgd --to
+    tradeoff|attack``): one row per run (``bases[i]``: its echoed fields) and point, in that order.
+
+    A grid of at most ``budget`` (default :data:`GRID_RUNS`) distinct sampled runs (q < 1) has each read on
+    its own (:func:`rows`).
+    A larger one is read on a lattice of them (:func:`dpcalc.core.sgd.lattice_of`: at most ``budget``
+    runs, both ends of every parameter kept); a run on it gets its own readings, every other run a
+    bracket, method ``pld-<target>-bracket``. The trade-off curve of a run with less privacy loss (q' <=
+    q, σ' >= σ, T' <= T) lies on or above the run's — its output is a post-processing of the run's,
+    step by step (see :func:`dpcalc.core.sgd.tight_curve`); the composed C_q hull of sampling without
+    replacement is monotone the same way — so β's certified lower end at the nearest lattice run with
+    more loss is a lower end for the row, and the certified upper end at the nearest with less loss an
+    upper end (TPR and advantage, 1 − β and its supremum, the other way round). Every bracket end is one
+    of those runs' values as printed for them: sound, and on its safe side. Rows of runs that read a
+    dominating construction (without replacement over 2 or more steps) keep only their sound side, as
+    :func:`rows` shows them. q = 1 runs (exact μ-GDP) are read on their own. Raises
+    :class:`RunTooLarge` for a run whose distribution does not fit."""
+    from dpcalc.core import sgd
+
+    budget = GRID_RUNS if budget is None else int(budget)
+    q = np.asarray(rate, float).reshape(-1)
+    s = np.asarray(sigma, float).reshape(-1)
+    t = np.asarray(steps, np.int64).reshape(-1)
+    pts = np.asarray(points, float).reshape(-1)
+    sampled = np.flatnonzero(q < 1.0)
+    lat = None
+    if sampled.size and np.unique(np.stack([q[sampled], s[sampled], t[sampled]]), axis=1).shape[1] > budget:
+        lat = sgd.lattice_of(q, s, t, np.zeros(q.size), sampled, budget, budget)
+    cols_all: list = []
+    notes: list[str] = []
+    warns: list[str] = []
+
+    def keep(cols_i, notes_i, warns_i):
+        nonlocal cols_all
+        if len(cols_i) > len(cols_all):
+            cols_all = cols_i
+        notes.extend(x for x in notes_i if x not in notes)
+        warns.extend(x for x in warns_i if x not in warns)
+
+    by_run: list[list[dict]] = [[] for _ in range(q.size)]
+    on_lattice = np.zeros(q.size, dtype=bool)
+    if lat is not None:
+        on_lattice[lat.rows] = True
+    for i in np.flatnonzero(~on_lattice):
+        cols_i, rows_i, notes_i, warns_i = _run_rows(float(q[i]), float(s[i]), int(t[i]), sampling, target, pts)
+        keep(cols_i, notes_i, warns_i)
+        by_run[i] = [{**bases[i], **r} for r in rows_i]
+    if lat is not None:
+        _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warns, budget)
+    return cols_all, [r for rs in by_run for r in rs], notes, warns
+
+
+def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warns, budget) -> None:
+    """Read ``lat``'s runs and fill ``by_run`` for its rows: a run's own rows where it is on the lattice, else
+    the bracket (see :func:`sgd_rows`)."""
+    lq, ls, lt, _ = lat.settings()
+    attack = target == "attack"
+    # Per lattice run and point: the sound side and the other end (NaN where not shown), and their names.
+    side, other = ("tpr", "tpr_lower") if attack else ("beta", "beta_upper")
+    val = np.full((lq.size, pts.size, 4), np.nan)  # side, other, advantage, advantage_lower
+    own_rows = []
+    for j in range(lq.size):
+        cols_j, rows_j, notes_j, warns_j = _run_rows(float(lq[j]), float(ls[j]), int(lt[j]), sampling, target, pts)
+        keep(cols_j, notes_j, warns_j)
+        own_rows.append(rows_j)
+        for k, r in enumerate(rows_j):
+            keys = (side, other, "advantage", "advantage_lower")
+            val[j, k] = [np.nan if r.get(key) is None else float(r[key]) for key in keys]
+    own = np.ravel_multi_index(lat.up, lat.shape)
+    # TPR and advantage grow with the privacy loss: their upper ends from the runs with more, lower ends from
+    # those with less. β falls with it: the same with signs flipped (negation is exact).
+    sign = 1.0 if attack else -1.0
+    hi = np.stack([lat.upper(sign * val[:, k, 0]) * sign for k in range(pts.size)], axis=1)
+    lo = np.stack([lat.lower(sign * val[:, k, 1]) * sign for k in range(pts.size)], axis=1)
+    adv_hi = np.stack([lat.upper(val[:, k, 2]) for k in range(pts.size)], axis=1)
+    adv_lo = np.stack([lat.lower(val[:, k, 3]) for k in range(pts.size)], axis=1)
+    method = f"pld-{target}-bracket"
+    bound = "upper" if attack else "lower"
+    widest, where = -np.inf, None
+    n_br = 0
+    for r, i in enumerate(lat.rows):
+        if lat.on[r]:
+            by_run[i] = [{**bases[i], **row} for row in own_rows[own[r]]]
+            continue
+        n_br += 1
+        dominating = sampling != "poisson" and int(t[i]) >= 2
+        out = []
+        for k, x in enumerate(pts):
+            a, b = float(hi[r, k]), float(lo[r, k])
+            if attack:
+                a = 1.0 if np.isnan(a) else a  # (every lattice run has a TPR bound; 1 is the trivial one)
+                row = {"fpr": float(x), "tpr": a, "tpr_lower": None if np.isnan(b) else b}
+                ah, al = float(adv_hi[r, k]), float(adv_lo[r, k])
+                row.update(advantage=1.0 if np.isnan(ah) else ah, advantage_lower=None if np.isnan(al) else al)
+                if dominating:
+                    row.update(tpr_lower=None, advantage_lower=None)
+                width = row["tpr"] - row["tpr_lower"] if row["tpr_lower"] is not None else np.nan
+            else:
+                a = 0.0 if np.isnan(a) else a  # (β >= 0, the trivial bound)
+                row = {"alpha": float(x), "beta": a, "beta_upper": None if np.isnan(b) or dominating else b}
+                width = row["beta_upper"] - row["beta"] if row["beta_upper"] is not None else np.nan
+            row.update(method=method, bound=bound)
+            if width > widest:
+                widest, where = width, (float(q[i]), float(s[i]), int(t[i]), float(x))
+            out.append({**bases[i], **row})
+        by_run[i] = out
+    if n_br:
+        name = "TPR" if attack else "β"
+        how = (
+            "TPR and the advantage grow with q and T and fall with σ"
+            if attack
+            else "β falls with q and T and grows with σ"
+        )
+        wide = ""
+        if where is not None:
+            at = "FPR" if attack else "α"
+            wide = (
+                f"; the widest {name} interval is {widest:.3g} wide (q = {where[0]:g}, σ = {where[1]:g}, "
+                f"T = {where[2]}, {at} {where[3]:g})"
+            )
+        warns.append(
+            f"{n_br} runs (method {method}) lie between the {lq.size} runs read on a lattice of the grid (at most "
+            f"{budget}, both ends of every parameter kept): {how}, so each bracketed row takes its sound side "
+            f"from the nearest lattice run with more privacy loss and its other end from the nearest with less — "
+            f"certified, but wider than a run's own reading{wide}. Ask for at most {budget} runs to have each "
+            "read on its own."
+        )

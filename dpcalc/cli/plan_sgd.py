@@ -798,8 +798,6 @@ def _inverse(v: dict) -> int:
 
 def _risk(v: dict) -> int:
     """plan-sgd --to tradeoff|attack: the run's attack-risk readings (dpcalc.risk), one row per setting and point."""
-    from dataclasses import replace
-
     from dpcalc import risk
     from dpcalc.cli import _common as c
     from dpcalc.cli.options import parse_grid
@@ -811,37 +809,35 @@ def _risk(v: dict) -> int:
     n = q.size
     if n * len(points) > 100_000:
         raise click.UsageError("the request would print more than 100000 rows; use fewer grid points.")
-    rows, objects, notes, warns = [], [], list(v["notes"]), []
-    cols = None
+    objects, bases = [], []
     for i in range(n):
-        case = risk.sgd_mechanisms(float(q[i]), float(m["sigma"][i]), int(total_steps[i]), v["sampling"])
-        base = {
-            "dataset_size": int(m["dataset_size"][i]) if v["dataset_size"] is not None else None,
-            "batch_size": int(m["batch_size"][i]) if v["batch_size"] is not None else None,
-            "rate": c.f(q[i]),
-            "noise_multiplier": c.f(m["sigma"][i]),
-            "epochs": float(ep_total[i]),
-            "steps": int(total_steps[i]),
-        }
-        case = replace(case, base=base)
-        try:
-            cols_i, rows_i, notes_i, warns_i = risk.rows([case], to, points)
-        except MemoryError:
-            raise click.UsageError(
-                f"the privacy loss distribution of q = {q[i]:g}, σ = {m['sigma'][i]:g}, T = {int(total_steps[i])} "
-                "does not fit in memory; use fewer steps or a larger noise multiplier."
-            ) from None
-        rows += rows_i
-        notes += [x for x in notes_i if x not in notes]
-        warns += [x for x in warns_i if x not in warns]
-        if cols is None or len(cols_i) > len(cols):
-            cols = cols_i
+        bases.append(
+            {
+                "dataset_size": int(m["dataset_size"][i]) if v["dataset_size"] is not None else None,
+                "batch_size": int(m["batch_size"][i]) if v["batch_size"] is not None else None,
+                "rate": c.f(q[i]),
+                "noise_multiplier": c.f(m["sigma"][i]),
+                "epochs": float(ep_total[i]),
+                "steps": int(total_steps[i]),
+            }
+        )
         inner = Gaussian(c.f(m["sigma"][i]), 1.0)
         step = inner if q[i] >= 1 else Subsampled(
             inner, c.f(q[i]), "poisson" if poisson else "without-replacement",
             "add-remove" if poisson else "substitution",
         )  # fmt: skip
         objects.append(Composed(((step, int(total_steps[i])),)))
+    # A grid of more than risk.GRID_RUNS sampled runs is read on a lattice of them, the rows between bracketed.
+    try:
+        cols, rows, notes_r, warns = risk.sgd_rows(q, m["sigma"], total_steps, v["sampling"], to, points, bases)
+    except risk.RunTooLarge as exc:
+        rq, rs, rt = exc.run
+        raise click.UsageError(
+            f"the privacy loss distribution of q = {rq:g}, σ = {rs:g}, T = {rt} "
+            "does not fit in memory; use fewer steps or a larger noise multiplier."
+        ) from None
+    notes = list(v["notes"])
+    notes += [x for x in notes_r if x not in notes]
     keys = {k for r in rows for k in r}
     head = [
         Column("dataset_size", "N", "int"),

@@ -398,6 +398,14 @@ def _lattice(q, sigma, steps, delta, max_points: int, budget: int, direct: int) 
     rows = np.flatnonzero((q < 1.0) & (steps > 1))
     if not rows.size or _curve_cost(q, sigma, steps, rows, max_points) <= direct:
         return None
+    return lattice_of(q, sigma, steps, delta, rows, max_points, budget)
+
+
+def lattice_of(q, sigma, steps, delta, rows, max_points: int, budget: int) -> _Lattice:
+    """The lattice over the grid's ``rows``: at most ``max_points`` of the rows' values of each of q, σ and
+    T (spread evenly in log scale, both ends kept) and ``budget`` settings in all, at every δ of the rows,
+    with each row's nearest settings of more and of less privacy loss (:class:`_Lattice`). Also used by
+    :func:`dpcalc.risk.sgd_rows` for attack readings, which are monotone the same way."""
     axes = [np.unique(a[rows]) for a in (q, sigma, steps)]
     k = _picks_per_axis([a.size for a in axes], max_points, budget)
     pq, ps, pt = (_geometric_pick(a, kk) for a, kk in zip(axes, k))

@@ -1,0 +1,118 @@
+"""Attack-risk readings of large DP-SGD grids on a lattice (``plan-sgd --to tradeoff|attack``).
+
+A grid of more sampled runs than :data:`dpcalc.risk.GRID_RUNS` is read at a lattice of them; the other
+rows are bracketed between the nearest lattice runs with more and with less privacy loss. References:
+each run read on its own (:func:`dpcalc.risk.rows`) — a lattice run's rows must be exactly its own, and
+a bracketed row's interval must contain its own run's certified interval (a lattice run with more loss
+has a higher TPR and a lower β by far more than the readings' width here: the lattice is coarse) —
+and the command line's JSON and warning.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from dpcalc import risk
+from dpcalc.cli import cli
+
+
+def _grid(qs, sigmas, steps):
+    g = np.meshgrid(np.asarray(qs, float), np.asarray(sigmas, float), np.asarray(steps), indexing="ij")
+    q, s, t = (a.ravel() for a in g)
+    bases = [{"rate": float(a), "noise_multiplier": float(b), "steps": int(c)} for a, b, c in zip(q, s, t)]
+    return q, s, t.astype(np.int64), bases
+
+
+def _own(q, s, t, sampling, target, points):
+    _, rows, _, _ = risk.rows([risk.sgd_mechanisms(float(q), float(s), int(t), sampling)], target, points)
+    return rows
+
+
+@pytest.mark.parametrize("target", ["attack", "tradeoff"])
+def test_lattice_rows_are_their_own_and_brackets_contain_the_own_reading(target):
+    points = [0.01, 0.1]
+    q, s, t, bases = _grid([0.05], np.linspace(1.0, 2.0, 9), [20])
+    cols, rows, _, warns = risk.sgd_rows(q, s, t, "poisson", target, points, bases, budget=4)
+    assert len(rows) == q.size * len(points)
+    methods = {r["method"] for r in rows}
+    assert methods == {f"pld-{target}", f"pld-{target}-bracket"}
+    n_br = sum(r["method"].endswith("bracket") for r in rows) // len(points)
+    assert n_br == q.size - 4 and warns and warns[-1].startswith(f"{n_br} runs (method pld-{target}-bracket)")
+    read = sorted({r["noise_multiplier"] for r in rows if r["method"] == f"pld-{target}"})
+    for i in range(q.size):
+        own = _own(q[i], s[i], t[i], "poisson", target, points)
+        for k, row in enumerate(rows[i * len(points) : (i + 1) * len(points)]):
+            assert row["noise_multiplier"] == s[i] and row[("fpr" if target == "attack" else "alpha")] == points[k]
+            if row["method"] == f"pld-{target}":
+                assert row == {**bases[i], **own[k]}
+                continue
+            o = own[k]
+            # Each end is the nearest lattice run's on its side: more loss is the next smaller σ read.
+            more = _own(q[i], max(x for x in read if x < s[i]), t[i], "poisson", target, points)[k]
+            less = _own(q[i], min(x for x in read if x > s[i]), t[i], "poisson", target, points)[k]
+            side, other = ("tpr", "tpr_lower") if target == "attack" else ("beta", "beta_upper")
+            assert row[side] == more[side] and row[other] == less[other]
+            if target == "attack":
+                # Sound side above the run's own upper end, other end below its own lower end; and apart.
+                assert row["tpr"] >= o["tpr"] and row["tpr_lower"] <= o["tpr_lower"]
+                assert row["advantage"] >= o["advantage"] and row["advantage_lower"] <= o["advantage_lower"]
+                assert row["tpr"] - row["tpr_lower"] > o["tpr"] - o["tpr_lower"]
+                assert row["bound"] == "upper"
+            else:
+                assert row["beta"] <= o["beta"] and row["beta_upper"] >= o["beta_upper"]
+                assert row["beta_upper"] - row["beta"] > o["beta_upper"] - o["beta"]
+                assert row["bound"] == "lower"
+
+
+def test_small_grids_are_read_run_by_run_as_before():
+    points = [0.001, 0.01]
+    q, s, t, bases = _grid([0.02, 0.05], [1.0, 1.5], [10])
+    _, rows, _, warns = risk.sgd_rows(q, s, t, "poisson", "attack", points, bases, budget=4)
+    want = [{**bases[i], **r} for i in range(q.size) for r in _own(q[i], s[i], t[i], "poisson", "attack", points)]
+    assert rows == want and not any("lattice" in w for w in warns)
+
+
+def test_a_two_parameter_grid_brackets_along_both():
+    points = [0.05]
+    q, s, t, bases = _grid([0.02, 0.03, 0.05], [1.2, 1.6], [5, 10, 20])
+    _, rows, _, _ = risk.sgd_rows(q, s, t, "poisson", "attack", points, bases, budget=8)
+    on = [r for r in rows if r["method"] == "pld-attack"]
+    assert 0 < len(on) <= 8
+    for i, row in enumerate(rows):
+        if row["method"] != "pld-attack-bracket":
+            continue
+        o = _own(q[i], s[i], t[i], "poisson", "attack", points)[0]
+        assert row["tpr"] >= o["tpr"] and row["tpr_lower"] <= o["tpr_lower"]
+
+
+def test_every_record_runs_stay_exact_and_without_replacement_keeps_its_sound_side_only():
+    points = [0.01]
+    q = np.array([1.0, 0.05, 0.05, 0.05, 0.05, 0.05])
+    s = np.array([2.0, 1.0, 1.25, 1.5, 1.75, 2.0])
+    t = np.array([10, 20, 20, 20, 20, 20], dtype=np.int64)
+    bases = [{"i": i} for i in range(q.size)]
+    _, rows, _, _ = risk.sgd_rows(q, s, t, "without-replacement", "attack", points, bases, budget=2)
+    assert rows[0]["method"] == "gdp-attack" and rows[0]["bound"] == "exact"
+    br = [r for r in rows if r["method"] == "pld-attack-bracket"]
+    assert len(br) == 3
+    for r in rows[1:]:
+        assert r["tpr_lower"] is None and r["advantage_lower"] is None  # a dominating construction: one side
+        o = _own(q[r["i"]], s[r["i"]], t[r["i"]], "without-replacement", "attack", points)[0]
+        assert r["tpr"] >= o["tpr"] and r["advantage"] >= o["advantage"]
+
+
+def test_plan_sgd_reads_a_large_grid_on_the_lattice(monkeypatch):
+    monkeypatch.setattr(risk, "GRID_RUNS", 3)
+    args = "--rate 0.05 --steps 20 --noise-multiplier 1:2:7 --to attack --fpr 0.01 --json"
+    r = CliRunner().invoke(cli, ["plan-sgd", *args.split()])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [row["method"] for row in doc["rows"]].count("pld-attack-bracket") == 4
+    assert any("runs (method pld-attack-bracket) lie between the 3 runs" in w for w in doc["warnings"])
+    assert len(doc["objects"]) == 7  # every run is still piped on as its own composition
+    table = CliRunner().invoke(cli, ["plan-sgd", *args.replace(" --json", "").split()])
+    assert table.exit_code == 0 and "pld-attack-bracket" in table.stdout and "lattice" in table.stderr
