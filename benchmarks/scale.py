@@ -91,6 +91,14 @@ CASES = [
         "plan-sgd --to tradeoff, q × T grid of 100 × 100 (lattice)",
         "plan-sgd --rate 0.001:0.1:100:log --steps 100:10000:100 --noise-multiplier 1 --to tradeoff --alpha 0.01",
     ),
+    (
+        "plan-sgd --sampling shuffle, σ grid of 10,000 (lattice)",
+        f"plan-sgd {MNIST} --epochs 2 --noise-multiplier 1:2:10000 --sampling shuffle",
+    ),
+    (
+        "plan-sgd --max-batch-size, σ × epochs grid of 100 × 100 (lattice)",
+        f"plan-sgd {MNIST} --epochs 1:10:100 --noise-multiplier 1:2:100 --max-batch-size 300",
+    ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),

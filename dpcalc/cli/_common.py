@@ -290,28 +290,38 @@ WOR_WIDE = (
 )
 
 
-#: Why a sampling scheme's interval is wide where its engine met the width (see :func:`scheme_width_warnings`).
+#: Why a sampling scheme's interval is wide where its engine met the width (see :func:`scheme_wide`).
 SCHEME_WIDE = (
     "its ends come from different constructions — a dominating pair or closed form above, two actual datasets "
     "below — and their distance is what is known about the scheme"
 )
 
 
-def scheme_width_warnings(label: str, r, j: int) -> list[str]:
-    """The width warning of a sampling scheme's row (core interval ``r``, element ``j``) whose interval is wider
-    than asked although each construction met its own width (the scheme's own warnings say why where it has
-    some; otherwise this one does): every row wider than asked says so."""
+def scheme_wide(label: str, r, j: int) -> tuple | None:
+    """(label, lower, upper) of a sampling scheme's row (core interval ``r``, element ``j``) whose interval is
+    wider than asked although each construction met its own width (the scheme's own warnings say why where it
+    has some; otherwise :func:`scheme_width_warnings` does), else None."""
     import numpy as np
 
     from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
 
     lo, up = float(r.lower[j]), float(r.upper[j])
     if r.warnings or not bool(r.met[j]) or not (np.isfinite(lo) and np.isfinite(up)):
-        return []
+        return None
     rel, abs_ = pld_kw().get("rel", REL_WIDTH), pld_kw().get("abs_", ABS_WIDTH)
     if bool(within(lo, up, rel, abs_)):
+        return None
+    return label, lo, up
+
+
+def scheme_width_warnings(wide: list) -> list[str]:
+    """The width warning of a scheme's rows wider than asked (:func:`scheme_wide`, None entries skipped): every
+    such row says so — the first five by name, then a count."""
+    wide = [w for w in wide if w is not None]
+    if not wide:
         return []
-    return width_warnings([label], [lo], [up], [False], SCHEME_WIDE)
+    labels, lo, up = zip(*wide)
+    return width_warnings(list(labels), list(lo), list(up), [False] * len(wide), SCHEME_WIDE)
 
 
 def bracket_warnings(tight) -> list[str]:

@@ -330,21 +330,139 @@ def _upper_only(scheme: str, args: dict, delta):
     return SchemeInterval(np.full(d.shape, np.nan), up, METHOD[scheme], "upper", "none", np.ones(d.shape, bool), notes)
 
 
+#: A scheme grid of more runs than this (distinct inputs other than δ) is read on lattices (:func:`intervals`).
+GRID_RUNS = 128
+
+
 def intervals(scheme: str, m: dict, q, total, kw) -> list:
-    """Each mesh point's (SchemeInterval, index of its δ): settings that differ only in δ share one computation."""
+    """Each mesh point's (SchemeInterval, index of its δ): settings that differ only in δ share one computation.
+
+    A grid of more than :data:`GRID_RUNS` runs is read on lattices: per family of runs that differ only in σ
+    and the number of steps (the same N, B and cap or K), one of at most GRID_RUNS / (number of families)
+    runs, at least 4 (:func:`_lattice_family`); a family with no more runs than that, and a grid of at most
+    GRID_RUNS runs, is read run by run as before."""
     n_pts = m["sigma"].size
     groups: dict = {}
     for i in range(n_pts):
         key = tuple(sorted(_args(m, q, total, i).items(), key=lambda x: x[0]))
         groups.setdefault(key, []).append(i)
     out: list = [None] * n_pts
-    for key, idx in groups.items():
-        args = dict(key)
+    direct = list(groups.values())
+    if len(groups) > GRID_RUNS:
+        fams: dict = {}
+        for key, idx in groups.items():
+            fams.setdefault(tuple(x for x in key if x[0] not in ("sigma", "steps")), []).append(idx)
+        per = max(4, GRID_RUNS // len(fams))
+        direct = []
+        for members in fams.values():
+            if len(members) <= per:
+                direct += members
+            else:
+                _lattice_family(scheme, m, q, total, kw, np.array(sorted(i for g in members for i in g)), per, out)
+    for idx in direct:
+        args = _args(m, q, total, idx[0])
         ds = np.array([m["delta"][i] for i in idx], float)
         r = checked(scheme, args, ds, kw)
         for j, i in enumerate(idx):
             out[i] = (r, j)
     return out
+
+
+def _lattice_family(scheme: str, m: dict, q, total, kw, idx: np.ndarray, per: int, out: list) -> None:
+    """Fill ``out`` for the mesh points ``idx`` — runs of one scheme that differ only in σ, steps and δ — from a
+    lattice of at most ``per`` of their (σ, steps) (:func:`dpcalc.core.sgd.lattice_of`: spread evenly in log
+    scale, both ends kept), read at every δ of the family. A point on the lattice gets its run's interval; any
+    other the bracket (lower method ``pld-bracket``; the upper end's method ``pld-bracket`` too, or the run's own
+    closed form where that is smaller): the scheme's ε grows with the steps (the first T steps' output
+    is a post-processing of T' > T steps') and falls with σ (more noise is the output plus independent noise),
+    so the certified upper end at the nearest lattice run with more privacy loss (σ' <= σ, T' >= T) is an upper
+    end for the point, and the certified lower end (and shuffle's zero-out lower end) at the nearest with less
+    a lower end. A point whose bracket has no upper end (its lattice runs could not be accounted) is read on
+    its own."""
+    from dpcalc.core import sgd
+    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from dpcalc.core.sampling import SchemeInterval, batches_per_epoch
+
+    sig = np.asarray(m["sigma"], float)[idx]
+    steps = np.asarray(total)[idx].astype(np.int64)
+    dl = np.asarray(m["delta"], float)[idx]
+    lat = sgd.lattice_of(np.zeros(idx.size), sig, steps, dl, np.arange(idx.size), per, per)
+    shape = lat.shape
+    lo, up, zero = (np.full(shape, np.nan) for _ in range(3))
+    runs: dict = {}
+    base = _args(m, q, total, int(idx[0]))
+    for a, s_ in enumerate(lat.ps):
+        for b, t_ in enumerate(lat.pt):
+            try:
+                r = checked(scheme, dict(base, sigma=float(s_), steps=int(t_)), lat.ds, kw)
+            except click.UsageError:
+                continue  # (no claim from this run: the bracket takes the next, or the point is read alone)
+            runs[(a, b)] = r
+            lo[0, a, b], up[0, a, b] = r.lower, r.upper
+            if r.zero_out_lower is not None:
+                zero[0, a, b] = r.zero_out_lower
+    u, l_, z = lat.upper(up.ravel()), lat.lower(lo.ravel()), lat.lower(zero.ravel())
+    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    own = np.full(idx.size, np.inf)
+    if scheme in ONE_BATCH:
+        # Each run's own closed-form upper end (√E/σ-GDP, no amplification), where it is smaller than the bracket's:
+        # the whole of shuffle's upper end, and balls-in-bins' where amplification does not win. (One vectorised
+        # call: the same operations, and digits, as no_amplification_upper's for each run.)
+        from dpcalc.core import _fp, gdp
+
+        k_ = batches_per_epoch(int(base["n"]), int(base["b"]))
+        e = -(-steps // k_)
+        mu = _fp.mul_up(_fp.sqrt_up(e.astype(float)), _fp.div_up(1.0, sig))
+        own = np.asarray(gdp.epsilon(np.asarray(mu, float), dl), float).reshape(-1)
+    for k, i in enumerate(idx):
+        a, b, d = int(lat.up[1][k]), int(lat.up[2][k]), int(lat.up[3][k])
+        if lat.on[k] and (a, b) in runs:
+            out[i] = (runs[(a, b)], d)
+        elif not lat.on[k] and np.isfinite(u[k]):
+            top, how = float(u[k]), sgd.BRACKET
+            if own[k] <= top:
+                top, how = float(own[k]), METHOD["shuffle"]
+            out[i] = (
+                SchemeInterval(
+                    np.array([l_[k]]),
+                    np.array([top]),
+                    how,
+                    "upper",
+                    sgd.BRACKET,  # (also where no lower end is known: it marks the row as bracketed)
+                    np.array([bool(np.isfinite(l_[k]) and within(l_[k], top, rel, abs_))]),
+                    zero_out_lower=np.array([z[k]]) if scheme == "shuffle" else None,
+                ),
+                0,
+            )
+        else:
+            out[i] = (checked(scheme, _args(m, q, total, int(i)), np.array([float(m["delta"][i])]), kw), 0)
+
+
+def bracketed(r) -> bool:
+    """Whether a row's interval is a lattice bracket (:func:`_lattice_family`), not its run's own."""
+    from dpcalc.core import sgd
+
+    return r.lower_method == sgd.BRACKET
+
+
+def bracket_warnings(results) -> list[str]:
+    """The one warning for the rows of :func:`intervals` bracketed on lattices (none if there are none)."""
+    br = [(r, j) for r, j in results if bracketed(r)]
+    if not br:
+        return []
+    wide = sum(not bool(r.met[j]) for r, j in br)
+    text = (
+        f"{len(br)} rows (lower method pld-bracket) lie between the runs read on lattices of the grid (a grid of "
+        f"more than {GRID_RUNS} runs: per N, B and cap or K, at most {GRID_RUNS} runs shared among them and at "
+        "least 4, both ends of σ and of the steps kept): ε grows with the steps and falls with σ, so their ε is "
+        "the certified upper end at the nearest lattice run with more privacy loss (or their own √E/σ-GDP bound "
+        "where smaller) and their ε ≥ the certified lower end at the nearest with less — both still certified bounds"
+    )
+    if wide:
+        return [
+            f"{text}; {wide} of these intervals are wider than asked (split the grid to have each run read on its own)."
+        ]
+    return [text + "."]
 
 
 def base_row(v: dict, m: dict, q, total, i: int) -> dict:

@@ -1161,6 +1161,7 @@ def _scheme_run(v: dict) -> int:
     total = _total_steps(m, steps)
     ep_total = m["epochs"] if epochs is not None else total * q
     rows, objects, notes, warnings = [], [], list(v["notes"]), list(v["warnings"])
+    wide: list = []  # rows wider than asked where each construction met its width: one warning after the loop
     results = sch.intervals(scheme, m, q, total, c.pld_kw())
     compared: set = set()
     for i in range(n_pts):
@@ -1180,12 +1181,13 @@ def _scheme_run(v: dict) -> int:
             rows.append(sch.rdp_group_row(row, q[i], m, total, i))
         notes += [x for x in r.notes if x not in notes]
         warnings += [f"{label}: {w}" for w in r.warnings]
-        if not bool(r.met[j]):
+        if not bool(r.met[j]) and not sch.bracketed(r):
             warnings.append(
                 f"the PLD engine did not reach the width asked for on the constructions of {label}; both ends are "
                 "still certified bounds."
             )
-        warnings += c.scheme_width_warnings(label, r, j)
+        if not sch.bracketed(r):
+            wide.append(c.scheme_wide(label, r, j))
         objects.append(sch.run_object(scheme, r, j, m, q, total, i))
         key = (float(q[i]), float(m["sigma"][i]), int(total[i]), float(m["delta"][i]))
         if scheme == "truncated-poisson" and len(compared) < 3 and key not in compared:
@@ -1197,8 +1199,10 @@ def _scheme_run(v: dict) -> int:
                     f"T={int(total[i])}, δ={m['delta'][i]:g}): ε ∈ [{format_number(float(t.lower[0]), 'down')}, "
                     f"{format_number(float(t.upper[0]), 'up')}] (pld) — not a bound for capped batches."
                 )
+    warnings += c.scheme_width_warnings(wide)
     notes += sch.closing_notes(scheme)
     warnings += sch.warnings_for(scheme)
+    warnings += sch.bracket_warnings(results)
     from dpcalc.model import Result
 
     result = Result(

@@ -1,0 +1,83 @@
+"""Large grids of sampling-scheme runs on lattices (``plan-sgd``/``amplify gaussian`` with --sampling shuffle,
+balls-in-bins, --max-batch-size or --examples-per-user).
+
+A grid of more runs than ``_schemes.GRID_RUNS`` is read at a lattice of (σ, steps) per family of runs that share
+N, B and the cap or K; every other row is bracketed between the nearest lattice runs with more and with less
+privacy loss. References: the same grid read run by run (the threshold left at its default): a lattice run's
+row is its own, and a bracketed row's ends are exactly the nearest lattice runs' own ends on their sides (so
+its interval contains the row's own interval, as monotonicity says), except shuffle's upper end, its own
+closed form.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from dpcalc.cli import _schemes, cli
+
+
+def _rows(args: str) -> tuple[list[dict], list[str]]:
+    r = CliRunner().invoke(cli, [*args.split(), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    return doc["rows"], doc["warnings"]
+
+
+def _key(row):
+    return row["noise_multiplier"] if "noise_multiplier" in row else row["sigma"], row["steps"]
+
+
+@pytest.mark.parametrize(
+    "args, budget",
+    [
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 600 --epochs 2 --noise-multiplier 1:2:7 --sampling shuffle "
+            "--delta 1e-5",
+            3,
+        ),
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 600 --steps 10,20,40 --noise-multiplier 1:2:3 "
+            "--max-batch-size 700 --delta 1e-5",
+            4,
+        ),
+        ("amplify gaussian --sigma 1:2:3 --rate 0.1 --steps 10,20,40 --examples-per-user 2 --delta 1e-5", 4),
+    ],
+)
+def test_bracketed_rows_take_the_nearest_lattice_runs_ends(monkeypatch, args, budget):
+    own, _ = _rows(args)
+    monkeypatch.setattr(_schemes, "GRID_RUNS", budget)
+    rows, warns = _rows(args)
+    assert len(rows) == len(own)
+    rows = [r for r in rows if r.get("lower_method") is not None or r["method"] != "rdp"]
+    own = [r for r in own if r.get("lower_method") is not None or r["method"] != "rdp"]
+    read = {_key(r) for r in rows if r.get("lower_method") != "pld-bracket"}
+    n_br = sum(r.get("lower_method") == "pld-bracket" for r in rows)
+    assert 0 < n_br < len(rows) and len(read) <= max(4, budget)  # (at least 4 runs a family)
+    assert any(w.startswith(f"{n_br} rows (lower method pld-bracket)") for w in warns)
+    by_key = {_key(r): r for r in own}
+    for row, o in zip(rows, own):
+        assert _key(row) == _key(o) and row["delta"] == o["delta"]
+        if row.get("lower_method") != "pld-bracket":
+            assert row == o
+            continue
+        s, t = _key(row)
+        # The nearest lattice runs: more loss (σ' <= σ, T' >= T), less loss (σ' >= σ, T' <= T).
+        more = by_key[(max(a for a, b in read if a <= s), min(b for a, b in read if b >= t))]
+        less = by_key[(min(a for a, b in read if a >= s), max(b for a, b in read if b <= t))]
+        assert row["epsilon_lower"] == less["epsilon_lower"] <= o["epsilon_lower"]
+        if row["method"] == "gdp-no-amplification":  # shuffle: the run's own closed form
+            assert row["epsilon"] == o["epsilon"]
+        else:
+            assert row["method"] == "pld-bracket" and row["epsilon"] == more["epsilon"] >= o["epsilon"]
+        if "epsilon_lower_zero_out" in row:
+            assert row["epsilon_lower_zero_out"] == less["epsilon_lower_zero_out"] <= o["epsilon_lower_zero_out"]
+
+
+def test_width_warnings_of_a_scheme_grid_are_one_list():
+    grid = "--dataset-size 6000 --batch-size 600 --epochs 2 --noise-multiplier 1:2:7 --sampling shuffle --delta 1e-5"
+    rows, warns = _rows(f"plan-sgd {grid}")
+    named = [w for w in warns if w.startswith("the certified interval for N=6000")]
+    assert len(named) == 5 and any(w.startswith("2 more rows have certified intervals wider than asked") for w in warns)
