@@ -480,7 +480,13 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
     val = np.full((lq.size, pts.size, 4), np.nan)  # side, other, advantage, advantage_lower
     own_rows = []
     for j in range(lq.size):
-        cols_j, rows_j, notes_j, warns_j = _run_rows(float(lq[j]), float(ls[j]), int(lt[j]), sampling, target, pts)
+        try:
+            cols_j, rows_j, notes_j, warns_j = _run_rows(float(lq[j]), float(ls[j]), int(lt[j]), sampling, target, pts)
+        except RunTooLarge:
+            # A lattice run that does not fit (a corner no row asked for, as where q and T grow together): no
+            # values from it; a row that would take one is read on its own below.
+            own_rows.append(None)
+            continue
         keep(cols_j, notes_j, warns_j)
         own_rows.append(rows_j)
         for k, r in enumerate(rows_j):
@@ -498,9 +504,13 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
     bound = "upper" if attack else "lower"
     widest, where = -np.inf, None
     n_br = 0
+    alone = []
     for r, i in enumerate(lat.rows):
-        if lat.on[r]:
+        if lat.on[r] and own_rows[own[r]] is not None:
             by_run[i] = [{**bases[i], **row} for row in own_rows[own[r]]]
+            continue
+        if lat.on[r] or np.isnan(hi[r]).any() or (attack and np.isnan(adv_hi[r]).any()):
+            alone.append(i)  # its lattice run, or every run on its sound side, did not fit: read on its own
             continue
         n_br += 1
         dominating = sampling != "poisson" and int(t[i]) >= 2
@@ -508,15 +518,13 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
         for k, x in enumerate(pts):
             a, b = float(hi[r, k]), float(lo[r, k])
             if attack:
-                a = 1.0 if np.isnan(a) else a  # (every lattice run has a TPR bound; 1 is the trivial one)
                 row = {"fpr": float(x), "tpr": a, "tpr_lower": None if np.isnan(b) else b}
                 ah, al = float(adv_hi[r, k]), float(adv_lo[r, k])
-                row.update(advantage=1.0 if np.isnan(ah) else ah, advantage_lower=None if np.isnan(al) else al)
+                row.update(advantage=ah, advantage_lower=None if np.isnan(al) else al)
                 if dominating:
                     row.update(tpr_lower=None, advantage_lower=None)
                 width = row["tpr"] - row["tpr_lower"] if row["tpr_lower"] is not None else np.nan
             else:
-                a = 0.0 if np.isnan(a) else a  # (β >= 0, the trivial bound)
                 row = {"alpha": float(x), "beta": a, "beta_upper": None if np.isnan(b) or dominating else b}
                 width = row["beta_upper"] - row["beta"] if row["beta_upper"] is not None else np.nan
             row.update(method=method, bound=bound)
@@ -524,6 +532,10 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
                 widest, where = width, (float(q[i]), float(s[i]), int(t[i]), float(x))
             out.append({**bases[i], **row})
         by_run[i] = out
+    for i in alone:
+        cols_i, rows_i, notes_i, warns_i = _run_rows(float(q[i]), float(s[i]), int(t[i]), sampling, target, pts)
+        keep(cols_i, notes_i, warns_i)
+        by_run[i] = [{**bases[i], **r} for r in rows_i]
     if n_br:
         name = "TPR" if attack else "β"
         how = (

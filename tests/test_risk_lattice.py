@@ -116,3 +116,29 @@ def test_plan_sgd_reads_a_large_grid_on_the_lattice(monkeypatch):
     assert len(doc["objects"]) == 7  # every run is still piped on as its own composition
     table = CliRunner().invoke(cli, ["plan-sgd", *args.replace(" --json", "").split()])
     assert table.exit_code == 0 and "pld-attack-bracket" in table.stdout and "lattice" in table.stderr
+
+
+def test_a_lattice_run_that_does_not_fit_leaves_its_rows_to_be_read_alone(monkeypatch):
+    # Rows where q and T grow together: the lattice's corners are runs no row asked for.
+    points = [0.01]
+    q = np.array([0.02, 0.03, 0.05])
+    s = np.full(3, 1.5)
+    t = np.array([5, 10, 20], dtype=np.int64)
+    bases = [{"i": i} for i in range(3)]
+    real = risk._run_rows
+    failed = []
+
+    def run(rate, sigma, steps, *a):
+        if (rate, steps) in ((0.05, 5), (0.05, 20)) and (rate, steps) not in failed:
+            failed.append((rate, steps))  # the corner no row asked for, and the first read of the last row's run
+            raise risk.RunTooLarge(rate, sigma, steps)
+        return real(rate, sigma, steps, *a)
+
+    monkeypatch.setattr(risk, "_run_rows", run)
+    _, rows, _, warns = risk.sgd_rows(q, s, t, "poisson", "attack", points, bases, budget=2)
+    assert sorted(failed) == [(0.05, 5), (0.05, 20)]
+    # The middle row's sound side would come from (0.05, 20), which did not fit on the lattice: read alone,
+    # as is the last row (its lattice run did not fit, its own read does).
+    assert [r["method"] for r in rows] == ["pld-attack"] * 3 and not any("lattice" in w for w in warns)
+    for i, row in enumerate(rows):
+        assert row == {**bases[i], **_own(q[i], s[i], t[i], "poisson", "attack", points)[0]}
