@@ -56,6 +56,14 @@ CASES = [
         "plan-sgd --target-epsilon grid of 1,000 (solve σ, pld)",
         f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1:10:1000",
     ),
+    (
+        "plan-sgd --target-epsilon 3, σ grid of 10,000 (solve epochs on a lattice)",
+        f"plan-sgd {MNIST} --noise-multiplier 0.6:2:10000 --target-epsilon 3",
+    ),
+    (
+        "plan-sgd --target-epsilon, epochs × targets grid of 100 × 100 (solve σ on a lattice)",
+        f"plan-sgd {MNIST} --epochs 1:100:100 --target-epsilon 1:10:100",
+    ),
     ("plan-sgd --target-epsilon 1000 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1000"),
     ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
     ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),

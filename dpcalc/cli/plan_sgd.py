@@ -645,11 +645,16 @@ def _inverse(v: dict) -> int:
         n_br = int(np.sum(sol.status == sgd.BRACKETED))
         if n_br:
             warnings.append(
-                f"[{e}] {n_br} rows (search: bracketed) lie between the at most {sgd.TARGET_POINTS} targets per "
-                "setting that are searched: the answer meets the nearest smaller target searched, so it meets "
-                "theirs, and checked_next misses the nearest larger one, so it misses theirs (found is no: the "
-                "two are further apart than a search's tolerance). Give at most "
-                f"{sgd.TARGET_POINTS} targets per setting to have each searched."
+                f"[{e}] {n_br} rows (search: bracketed) lie between the points that are searched (at most "
+                f"{sgd.TARGET_POINTS} targets per setting; a grid that would need more than {sgd.SETTINGS_DIRECT} "
+                f"searches, a lattice of at most {sgd.SETTINGS_POINTS} of its settings and targets): the answer is "
+                "the one found for the nearest point searched with as much privacy loss or more and a target no "
+                "larger, so it meets theirs (ε at answer is that point's bound, an upper bound on theirs); "
+                "checked_next is the value checked beyond the answer of the nearest point with as little loss or "
+                "less and a target no smaller, where it misses (epsilon_next is that point's bound). found is no: "
+                f"the two are further apart than a search's tolerance. Give at most {sgd.TARGET_POINTS} targets per "
+                "setting and at most "
+                f"{sgd.SETTINGS_DIRECT} searches in all to have each row searched."
             )
         for i in range(n):
             found = bool(sol.found[i])
@@ -768,8 +773,9 @@ def _inverse(v: dict) -> int:
     )
     if any(r["search"] == sgd.BRACKETED for r in rows):
         notes.append(
-            f"search bracketed: a target between two of the at most {sgd.TARGET_POINTS} searched per setting; the "
-            "answer meets it and checked_next misses it, as a search's, but they are further apart than its tolerance."
+            "search bracketed: a row between the points searched (targets, or a lattice of settings and targets); "
+            "the answer meets its target and checked_next misses it, as a search's, but they are further apart than "
+            "its tolerance."
         )
     if engines == ["pld"] and poisson:
         notes.append("The default bound is the smaller of PLD's certified upper end and RDP's, as for forward answers.")

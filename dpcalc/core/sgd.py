@@ -846,6 +846,99 @@ def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solu
     return Solution(**out)
 
 
+#: An inverse grid needing more searches than this (per setting at most TARGET_POINTS targets) is searched on a
+#: lattice of at most SETTINGS_POINTS of its settings and targets, the other rows bracketed (:func:`_bracket_settings`).
+SETTINGS_DIRECT = 128
+SETTINGS_POINTS = 128
+
+
+def _pick_values(values: np.ndarray, k: int) -> np.ndarray:
+    """About k of the sorted distinct ``values``, both ends always: evenly in log scale where all are positive."""
+    if values.size <= k:
+        return values
+    if values[0] > 0:
+        return _geometric_pick(values, k)
+    return values[np.unique(np.round(np.linspace(0, values.size - 1, k)).astype(int))]
+
+
+def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
+    """An inverse grid searched on a lattice of its settings and targets; None where searching it setting by setting
+    (at most :data:`TARGET_POINTS` targets each, :func:`_bracket_targets`) takes at most :data:`SETTINGS_DIRECT`
+    searches.
+
+    ``axes`` are the rows' parameters other than the target, ``dirs`` per axis +1 where a larger value means more
+    privacy loss at any fixed answer (q, T, epochs), −1 less (σ, δ), 0 a parameter kept exact (N: its distinct
+    values all on the lattice; None is returned where they alone would exceed the lattice). The target counts as
+    −1 (a larger target is easier to meet). The lattice is a product of at most :data:`SETTINGS_POINTS` points,
+    spread evenly in log scale with both ends of every axis kept; ``solve_points(*axes, target)`` searches it
+    (arrays of the points' values; a :class:`Solution`). A row on it gets its point's answer. Any other row takes
+    two points: H, the nearest with as much loss or more on every axis and a target no larger; E, the nearest with
+    as little loss or less and a target no smaller. H's answer meets H's target with its bound, so at the row —
+    whose ε at that answer is at most H's (ε is monotone in each axis at a fixed answer: fewer steps or epochs, a
+    smaller rate, more noise are post-processings, step by step; a larger δ reads the same curve further down)
+    and whose target is at least H's — it meets the row's target: the row's answer, with H's bound as its ε (an
+    upper bound on the row's). The value checked beyond E's answer misses E's target, so it misses the row's:
+    the row's ``next_value``, with E's bound. Status :data:`BRACKETED`, ``found`` false. Where H's answer is at
+    the end of the range (``range-end``) the row's is too; where nothing meets E's target (``none``) nothing meets
+    the row's: either is copied. Other rows (an ``edge`` on either side) are searched on their own."""
+    cols = [np.asarray(a, float) for a in axes] + [np.asarray(target, float)]
+    dirs = list(dirs) + [-1]
+    n = cols[-1].size
+    _, inv = np.unique(np.stack(cols[:-1]), axis=1, return_inverse=True)
+    per = np.unique(np.stack([inv.ravel().astype(float), cols[-1]]), axis=1)[0].astype(int)
+    # (At most max(SETTINGS_DIRECT, SETTINGS_POINTS): the lattice's own search, a grid of at most SETTINGS_POINTS
+    # points, is then never put on a lattice again.)
+    if int(np.minimum(np.bincount(per), TARGET_POINTS).sum()) <= max(SETTINGS_DIRECT, SETTINGS_POINTS):
+        return None
+    values = [np.unique(c) for c in cols]
+    exact = math.prod(v.size for v, dr in zip(values, dirs) if dr == 0)
+    free = [a for a, dr in enumerate(dirs) if dr != 0]
+    room = SETTINGS_POINTS // exact
+    if room < 2 ** sum(values[a].size > 1 for a in free):
+        return None
+    k = _picks_per_axis([values[a].size for a in free], SETTINGS_POINTS, room)
+    picks = list(values)
+    for a, kk in zip(free, k):
+        picks[a] = _pick_values(values[a], kk)
+    points = [g.ravel() for g in np.meshgrid(*picks, indexing="ij")]
+    sol = solve_points(*points)
+    shape = tuple(p.size for p in picks)
+    hard, easy, on = [], [], np.ones(n, dtype=bool)
+    for c, p, dr in zip(cols, picks, dirs):
+        ge = np.minimum(np.searchsorted(p, c, "left"), p.size - 1)  # the smallest pick >= the row's value
+        le = np.maximum(np.searchsorted(p, c, "right") - 1, 0)  # the largest pick <= it
+        on &= p[ge] == c
+        hard.append(ge if dr >= 0 else le)
+        easy.append(le if dr > 0 else ge)
+    h_pt, e_pt = np.ravel_multi_index(hard, shape), np.ravel_multi_index(easy, shape)
+    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method")
+    out = {f: np.empty(n, dtype=np.asarray(getattr(sol, f)).dtype) for f in fields}
+    retry = []
+    for i in range(n):
+        a, b = int(h_pt[i]), int(e_pt[i])
+        if on[i] or sol.status[a] == RANGE_END:
+            src = a
+        elif sol.status[b] == NONE:
+            src = b
+        elif sol.status[a] == OPTIMAL and sol.status[b] == OPTIMAL:
+            for f in ("value", "epsilon", "method"):
+                out[f][i] = np.asarray(getattr(sol, f))[a]
+            out["next_value"][i], out["next_epsilon"][i] = sol.next_value[b], sol.next_epsilon[b]
+            out["found"][i], out["status"][i] = False, BRACKETED
+            continue
+        else:
+            retry.append(i)
+            continue
+        for f in fields:
+            out[f][i] = np.asarray(getattr(sol, f))[src]
+    if retry:
+        r = np.array(retry)
+        again = solve_points(*(c[r] for c in cols))
+        for f in fields:
+            out[f][r] = np.asarray(getattr(again, f))
+    return Solution(**out)
+
+
 def _finite_or_nan(e) -> np.ndarray:
     e = np.asarray(e, float)
     return np.where(np.isfinite(e), e, np.nan)
@@ -1034,6 +1127,14 @@ def solve_sigma(
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, t, d, target))
+    grid = _bracket_settings(
+        (q, t, d),
+        (1, 1, -1),
+        target,
+        lambda q_, t_, d_, x_: solve_sigma(q_, t_, d_, x_, accountant, rtol=rtol, sampling=sampling),
+    )
+    if grid is not None:
+        return grid
     shared = _bracket_targets(
         (q, t, d), target, lambda r: solve_sigma(q[r], t[r], d[r], target[r], accountant, rtol=rtol, sampling=sampling)
     )
@@ -1113,6 +1214,14 @@ def solve_steps(
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, s, d, target))
+    grid = _bracket_settings(
+        (q, s, d),
+        (1, -1, -1),
+        target,
+        lambda q_, s_, d_, x_: solve_steps(q_, s_, d_, x_, accountant, max_steps=max_steps, sampling=sampling),
+    )
+    if grid is not None:
+        return grid
     shared = _bracket_targets(
         (q, s, d),
         target,
@@ -1173,6 +1282,14 @@ def solve_batch_size(
     d = checked("delta", delta, low=0, high=1)
     target = checked("target_epsilon", target_epsilon, low=0)
     n, e, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(n, e, s, d, target))
+    grid = _bracket_settings(
+        (n, e, s, d),
+        (0, 1, -1, -1),
+        target,
+        lambda n_, e_, s_, d_, x_: solve_batch_size(n_, e_, s_, d_, x_, accountant, sampling=sampling),
+    )
+    if grid is not None:
+        return grid
     shared = _bracket_targets(
         (n, e, s, d),
         target,
