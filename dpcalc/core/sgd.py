@@ -1116,7 +1116,8 @@ def solve_sigma(
     ``none`` (no σ up to 1e12 meets the target), ``edge`` (the answer is the smallest σ dpcalc can
     account: the next one below cannot be accounted), ``range-end`` (met at σ = 1e-300).
     More than :data:`TARGET_POINTS` targets for one setting: searched at that many, the others
-    ``bracketed`` between them (:func:`_bracket_targets`).
+    ``bracketed`` between them (:func:`_bracket_targets`). A grid needing more than
+    :data:`SETTINGS_DIRECT` searches: on a lattice of its settings and targets (:func:`_bracket_settings`).
 
     ``accountant``: rdp, pld (the tight engine's upper end), gdp-clt (approximate), or best (the
     smaller of pld and rdp, as plan-sgd's default answer).
@@ -1207,7 +1208,8 @@ def solve_steps(
     the target and T + 1 misses it — ``found``. Otherwise ``status``: ``none`` (even one step is
     over; value 0), ``range-end`` (``max_steps`` meets it), ``edge`` (T + 1 cannot be accounted).
     More than :data:`TARGET_POINTS` targets for one setting: searched at that many, the others
-    ``bracketed`` between them (:func:`_bracket_targets`).
+    ``bracketed`` between them (:func:`_bracket_targets`). A grid needing more than
+    :data:`SETTINGS_DIRECT` searches: on a lattice of its settings and targets (:func:`_bracket_settings`).
     """
     _check_sampling(sampling)
     _check_accountant(accountant)
@@ -1272,7 +1274,8 @@ def solve_batch_size(
     meeting it is the optimum too (``status`` range-end: a batch cannot exceed N). ε need not be
     monotone in B; the answer is a checked point either way, and B + 1 is checked. More than
     :data:`TARGET_POINTS` targets for one setting: searched at that many, the others ``bracketed``
-    between them (:func:`_bracket_targets`).
+    between them (:func:`_bracket_targets`). A grid needing more than :data:`SETTINGS_DIRECT` searches: on a
+    lattice of its settings and targets (:func:`_bracket_settings`; each dataset size apart).
     """
     _check_sampling(sampling)
     _check_accountant(accountant)
