@@ -142,3 +142,53 @@ def test_a_lattice_run_that_does_not_fit_leaves_its_rows_to_be_read_alone(monkey
     assert [r["method"] for r in rows] == ["pld-attack"] * 3 and not any("lattice" in w for w in warns)
     for i, row in enumerate(rows):
         assert row == {**bases[i], **_own(q[i], s[i], t[i], "poisson", "attack", points)[0]}
+
+
+def _solve_rows(args):
+    r = CliRunner().invoke(cli, ["plan-sgd", *args.split(), "--json"])
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    return doc["rows"], doc["warnings"]
+
+
+def test_risk_targets_on_a_lattice_meet_each_rows_target(monkeypatch):
+    from dpcalc.cli import plan_sgd
+
+    args = "--rate 0.05 --steps 20 --target-advantage 0.1:0.5:5"
+    own, _ = _solve_rows(args)
+    monkeypatch.setattr(plan_sgd, "RISK_SEARCHES", 3)
+    rows, warns = _solve_rows(args)
+    br = [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+    assert len(br) == 2 and any(w.startswith("2 rows (search: bracketed) lie between") for w in warns)
+    searched = [i for i in range(len(rows)) if i not in br]
+    for i in searched:
+        assert rows[i] == own[i]
+    for i in br:
+        row, target = rows[i], rows[i]["target_advantage"]
+        h = max(j for j in searched if rows[j]["target_advantage"] <= target)  # harder: the smaller target
+        e = min(j for j in searched if rows[j]["target_advantage"] >= target)
+        assert row["noise_multiplier"] == rows[h]["noise_multiplier"] >= own[i]["noise_multiplier"]
+        assert row["achieved"] == rows[h]["achieved"] and row["found"] is False
+        assert row["checked_next"] == rows[e]["checked_next"] < own[i]["noise_multiplier"]
+        # The same run (only the target differs): the bound at the answer meets the row's target, and the
+        # bound at checked_next misses it.
+        assert risk.attack_bounds(0.05, row["noise_multiplier"], 20)[1][0] <= target
+        assert risk.attack_bounds(0.05, row["checked_next"], 20)[1][0] > target
+
+
+def test_risk_steps_over_a_sigma_grid_on_a_lattice(monkeypatch):
+    from dpcalc.cli import plan_sgd
+
+    args = "--rate 0.05 --noise-multiplier 1.5:2.5:5 --target-tpr 0.1 --at-fpr 0.01"
+    own, _ = _solve_rows(args)
+    monkeypatch.setattr(plan_sgd, "RISK_SEARCHES", 3)
+    rows, _ = _solve_rows(args)
+    br = [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+    assert len(br) == 2
+    for i in range(len(rows)):
+        if i not in br:
+            assert rows[i] == own[i]
+            continue
+        row = rows[i]
+        assert row["steps"] <= own[i]["steps"] < row["checked_next"]
+        assert risk.attack_bounds(0.05, row["noise_multiplier"], row["steps"], 0.01)[1][0] <= 0.1

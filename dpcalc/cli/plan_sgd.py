@@ -879,6 +879,94 @@ def _risk(v: dict) -> int:
     return c.emit(result, v["fmt"], v["as_json"])
 
 
+#: An attack-risk target grid (``--target-advantage``/``--target-tpr``) of more distinct searches than this is
+#: searched on a lattice of at most this many (:func:`_risk_lattice`).
+RISK_SEARCHES = 32
+
+
+def _risk_lattice(solve: str, points: list, search, is_any) -> list:
+    """``search(point)`` for each row's point (q, σ, T, N, epochs, FPR, target; None where not used), each distinct
+    point once. More than :data:`RISK_SEARCHES` distinct points (other than those every σ meets, ``is_any``,
+    answered on their own at no cost): searched on a lattice of at most RISK_SEARCHES of them — spread evenly in
+    log scale, both ends of every parameter kept, each dataset size of a batch-size search kept — and the others
+    bracketed. The attack's advantage and its TPR at an FPR grow with q, T, the epochs and the FPR and fall with
+    σ, at any fixed answer (a run with less privacy loss is a post-processing of one with more, step by step),
+    and a larger target is easier to meet. So the answer found for the nearest lattice point H with as much loss
+    or more and a target no larger meets the row's target too (H's certified bound at it, the row's achieved
+    value, is an upper bound on the row's); and the value checked beyond the answer of the nearest point E with as
+    little loss or less and a target no smaller misses E's target, by E's bound. Status ``bracketed``. Where H's
+    answer is at the end of the range (range-end), so is the row's; where nothing meets E's target (none),
+    nothing meets the row's: either is copied. A row whose points could not be searched (a lattice point no row
+    asked for may not fit) or are neither of those is searched on its own."""
+    import math
+
+    import numpy as np
+
+    from dpcalc.core import sgd
+
+    done: dict = {}
+    todo = [p for p in dict.fromkeys(points) if not is_any(p)]
+    if len(todo) <= RISK_SEARCHES:
+        return [_memo(done, search, p) for p in points]
+    # (index in the point, direction: +1 more loss as it grows, −1 less, 0 kept exact)
+    axes = {
+        "noise-multiplier": [(0, 1), (2, 1), (5, 1), (6, -1)],
+        "epochs": [(0, 1), (1, -1), (5, 1), (6, -1)],
+        "batch-size": [(3, 0), (4, 1), (1, -1), (5, 1), (6, -1)],
+    }[solve]
+    axes = [(k, d) for k, d in axes if todo[0][k] is not None]
+    values = [np.unique([p[k] for p in todo]) for k, _ in axes]
+    exact = math.prod(v.size for v, (_, d) in zip(values, axes) if d == 0)
+    free = [a for a, (_, d) in enumerate(axes) if d != 0]
+    room = RISK_SEARCHES // exact
+    if room < 2 ** sum(values[a].size > 1 for a in free):
+        return [_memo(done, search, p) for p in points]  # (too many dataset sizes to keep apart: row by row)
+    k = sgd._picks_per_axis([values[a].size for a in free], RISK_SEARCHES, room)
+    picks = list(values)
+    for a, kk in zip(free, k):
+        picks[a] = sgd._pick_values(values[a], kk)
+    shape = tuple(p.size for p in picks)
+    lattice = {}
+    for combo in np.ndindex(*shape):
+        lp = [None] * 7
+        for (idx, _), p, j in zip(axes, picks, combo):
+            lp[idx] = float(p[j])
+        try:
+            lattice[combo] = _memo(done, search, tuple(lp))
+        except click.UsageError:
+            lattice[combo] = None  # (no answer from this point: rows that would take one are searched alone)
+    out = []
+    for pt in points:
+        if is_any(pt):
+            out.append(_memo(done, search, pt))
+            continue
+        hard, easy, on = [], [], True
+        for (idx, d), p in zip(axes, picks):
+            ge = min(int(np.searchsorted(p, pt[idx], "left")), p.size - 1)
+            le = max(int(np.searchsorted(p, pt[idx], "right")) - 1, 0)
+            on = on and p[ge] == pt[idx]
+            hard.append(ge if d >= 0 else le)
+            easy.append(le if d > 0 else ge)
+        h, e = lattice[tuple(hard)], lattice[tuple(easy)]
+        if on and h is not None:
+            out.append(h)
+        elif h is not None and h[2] == "range-end":
+            out.append(h)
+        elif e is not None and e[2] == "none":
+            out.append(e)
+        elif h is not None and e is not None and h[2] == "found" and e[2] == "found" and not on:
+            out.append((h[0], e[1], sgd.BRACKETED, h[3], e[4]))
+        else:
+            out.append(_memo(done, search, pt))
+    return out
+
+
+def _memo(done: dict, search, p):
+    if p not in done:
+        done[p] = search(p)
+    return done[p]
+
+
 def _risk_inverse(v: dict) -> int:
     """plan-sgd --target-advantage | --target-tpr --at-fpr: what is missing — the smallest noise multiplier
     (searched in log σ to a relative 1e-3), or the most steps / the largest batch size (whole numbers, to a
@@ -903,68 +991,78 @@ def _risk_inverse(v: dict) -> int:
     )  # fmt: skip
     fpr = m.get("at_fpr")
     rtol = 1e-3
+    n_rows = m["target"].size
 
-    if solve != "batch-size":
-        q_all = m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]
-    if solve == "noise-multiplier":
-        t_all = _total_steps(m, steps)
+    # Each row's parameters as one point: (q, σ, T, N, epochs, FPR, target), None where the solve does not use
+    # it (the solved quantity). Searches run on points, so that a lattice of them (below) can be searched too.
+    nan = np.full(n_rows, np.nan)
+    pq = (m["rate"] if rate is not None else m["batch_size"] / m["dataset_size"]) if solve != "batch-size" else nan
+    pt = np.asarray(_total_steps(m, steps), float) if solve == "noise-multiplier" else nan
+    ps = np.asarray(m["sigma"], float) if solve != "noise-multiplier" else nan
+    pn = np.asarray(m["dataset_size"], float) if solve == "batch-size" else nan
+    pe = np.asarray(m["epochs"], float) if solve == "batch-size" else nan
+    pf = np.asarray(fpr, float) if fpr is not None else nan
+    pg = np.asarray(m["target"], float)
 
-    def run_of(i, x):
-        """(q, σ, T) of row i with the solved quantity at x."""
+    def point(i):
+        return tuple(None if np.isnan(a[i]) else float(a[i]) for a in (pq, ps, pt, pn, pe, pf, pg))
+
+    def run_of(p, x):
+        """(q, σ, T) of point p with the solved quantity at x."""
         if solve == "noise-multiplier":
-            return float(q_all[i]), float(x), int(t_all[i])
+            return p[0], float(x), int(p[2])
         if solve == "epochs":
-            return float(q_all[i]), float(m["sigma"][i]), int(x)
-        n = m["dataset_size"][i]
-        t = sgd.steps_for_epochs(m["epochs"][i], n, float(x))
-        return float(x) / float(n), float(m["sigma"][i]), int(np.asarray(t).reshape(-1)[0])
+            return p[0], p[1], int(x)
+        t = sgd.steps_for_epochs(p[4], p[3], float(x))
+        return float(x) / p[3], p[1], int(np.asarray(t).reshape(-1)[0])
 
-    def upper(i, x, quick):
-        q, sig, t = run_of(i, x)
-        lo, hi = risk.attack_bounds(q, sig, t, None if fpr is None else fpr[i], v["sampling"], quick=quick)
+    def upper(p, x, quick):
+        q, sig, t = run_of(p, x)
+        f = None if fpr is None else p[5]
+        lo, hi = risk.attack_bounds(q, sig, t, f, v["sampling"], quick=quick)
         return float(hi[0])
 
-    def meets(i, x, quick=True):
-        u = upper(i, x, quick)
-        return np.isfinite(u) and u <= m["target"][i]
+    def meets(p, x, quick=True):
+        u = upper(p, x, quick)
+        return np.isfinite(u) and u <= p[6]
 
-    def smallest_sigma(i):
+    def smallest_sigma(p):
         hi_s = 1.0
-        while not meets(i, hi_s):
+        while not meets(p, hi_s):
             hi_s *= 4
             if hi_s > 1e6:
-                raise click.UsageError(f"no noise multiplier up to 1e6 meets the {label} target {m['target'][i]:g}.")
+                raise click.UsageError(f"no noise multiplier up to 1e6 meets the {label} target {p[6]:g}.")
         lo_s = hi_s
-        while meets(i, lo_s):
+        while meets(p, lo_s):
             lo_s /= 4
             if lo_s < 1e-3:
                 break
         while hi_s / lo_s > 1 + rtol:
             mid = float(np.sqrt(hi_s * lo_s))
-            if meets(i, mid):
+            if meets(p, mid):
                 hi_s = mid
             else:
                 lo_s = mid
         # Re-check with the full-accuracy bound; step up until it holds there too.
         for _ in range(64):
-            if meets(i, hi_s, quick=False):
+            if meets(p, hi_s, quick=False):
                 return hi_s, hi_s / (1 + rtol), "found"
             hi_s *= 1 + rtol
         raise click.UsageError(
-            f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near σ = {hi_s:.4g} "
+            f"the {label} target {p[6]:g} could not be re-checked at full accuracy near σ = {hi_s:.4g} "
             "(the privacy loss distribution does not fit); use fewer steps."
         )
 
-    def largest_whole(i, top):
+    def largest_whole(p, top):
         """Largest whole x in [1, top] meeting the target (the bound grows with x), the next value checked
         above it, and the search status (found / none / range-end)."""
-        if not meets(i, 1, quick=False):
+        if not meets(p, 1, quick=False):
             return 0, 1, "none"
         ok = 1
         bad = None
         while ok < top:
             x = min(2 * ok, top)
-            if meets(i, x):
+            if meets(p, x):
                 ok = x
             else:
                 bad = x
@@ -974,58 +1072,71 @@ def _risk_inverse(v: dict) -> int:
         else:
             while bad - ok > max(1, int(rtol * ok)):
                 mid = (ok + bad) // 2
-                if meets(i, mid):
+                if meets(p, mid):
                     ok = mid
                 else:
                     bad = mid
         for _ in range(64):  # re-check at full accuracy; step down until it holds
-            if ok <= 1 or meets(i, ok, quick=False):
+            if ok <= 1 or meets(p, ok, quick=False):
                 break
             ok = max(1, ok - max(1, int(rtol * ok)))
         else:
             raise click.UsageError(
-                f"the {label} target {m['target'][i]:g} could not be re-checked at full accuracy near {ok}; "
-                "use fewer steps."
+                f"the {label} target {p[6]:g} could not be re-checked at full accuracy near {ok}; use fewer steps."
             )
         if ok >= top:
             return int(top), None, "range-end"
         return int(ok), int(ok + max(1, int(rtol * ok))), "found"
 
-    def noise_free_bound(i):
+    def noise_free_bound(p):
         """For Poisson sampling, or batches drawn without replacement at each step, a bound on the advantage (TPR
         at FPR: FPR plus it) that holds at every σ: the record joins some batch with probability p = 1 − (1 − q)^T
         (steps drawn independently), and otherwise the outputs are identically distributed, so the two runs are
         within total variation p ((0, p)-DP, both directions). Rounded up."""
-        q, _, t = run_of(i, 1.0)
+        if solve != "noise-multiplier":
+            return np.inf
+        q, _, t = run_of(p, 1.0)
         if v["sampling"] not in ("poisson", "without-replacement") or q >= 1:
             return np.inf
-        p = float(-np.expm1(t * np.log1p(-q))) * (1 + 1e-12)
-        return p if fpr is None else float(fpr[i]) + p
+        pr = float(-np.expm1(t * np.log1p(-q))) * (1 + 1e-12)
+        return pr if fpr is None else p[5] + pr
 
+    def search(p):
+        """(answer, next value checked, status, the bound at the answer, the bound at the next value)."""
+        if noise_free_bound(p) <= p[6]:
+            return None, None, "any", noise_free_bound(p), None
+        if solve == "noise-multiplier":
+            x, nxt_x, status = smallest_sigma(p)
+        elif solve == "epochs":
+            x, nxt_x, status = largest_whole(p, int(min(sgd.MAX_STEPS, 1e7)))
+        else:
+            x, nxt_x, status = largest_whole(p, int(p[3]))
+        got = upper(p, x, False) if status != "none" else None
+        nxt = upper(p, nxt_x, False) if nxt_x is not None else None
+        return x, nxt_x, status, got, nxt
+
+    def is_any(p):
+        return noise_free_bound(p) <= p[6]
+
+    answers = _risk_lattice(solve, [point(i) for i in range(n_rows)], search, is_any)
     rows, warnings = [], []
-    for i in range(m["target"].size):
-        free = noise_free_bound(i) if solve == "noise-multiplier" else np.inf
-        if free <= m["target"][i]:
+    n_br = 0
+    for i in range(n_rows):
+        p = point(i)
+        x, nxt_x, status, got, nxt = answers[i]
+        n_br += status == sgd.BRACKETED
+        if status == "any":
             # Every σ meets the target (the search would walk down to σ = 1e-3 through ever costlier PLDs and
             # report that as "the smallest"): no noise multiplier is needed for it.
-            x, nxt_x, status = None, None, "any"
             warnings.append(
-                f"every noise multiplier meets the {label} target {m['target'][i]:.16g}: a record joins a batch with "
-                f"probability {free - (0 if fpr is None else float(fpr[i])):.6g} over the run, "
+                f"every noise multiplier meets the {label} target {p[6]:.16g}: a record joins a batch with "
+                f"probability {got - (0 if fpr is None else p[5]):.6g} over the run, "
                 f"which bounds the {label} whatever the noise."
             )
-        elif solve == "noise-multiplier":
-            x, nxt_x, status = smallest_sigma(i)
-        elif solve == "epochs":
-            x, nxt_x, status = largest_whole(i, int(min(sgd.MAX_STEPS, 1e7)))
-        else:
-            x, nxt_x, status = largest_whole(i, int(m["dataset_size"][i]))
-        got = free if status == "any" else upper(i, x, False) if status != "none" else None
-        nxt = upper(i, nxt_x, False) if nxt_x is not None else None
-        q, sig, t = run_of(i, x if status not in ("none", "any") else 1)
+        q, sig, t = run_of(p, x if status not in ("none", "any") else 1)
         if status == "none":
             one = "one step" if solve == "epochs" else "a batch size of 1"
-            warnings.append(f"even {one} exceeds the {label} target {m['target'][i]:g}.")
+            warnings.append(f"even {one} exceeds the {label} target {p[6]:g}.")
             nxt_x = nxt = None
             if solve == "batch-size":
                 q = t = None
@@ -1055,6 +1166,16 @@ def _risk_inverse(v: dict) -> int:
             "bound": "upper" if q is None or q < 1 else "exact",
         }
         rows.append(row)
+    if n_br:
+        warnings.append(
+            f"{n_br} rows (search: bracketed) lie between the points searched on a lattice of the grid (a grid of "
+            f"more than {RISK_SEARCHES} searches: at most {RISK_SEARCHES} of its settings and targets, both ends of "
+            "every parameter kept): the answer is the one found for the nearest point with as much privacy loss or "
+            "more and a target no larger, so it meets theirs (its bound there is the row's achieved value, an "
+            "upper bound on theirs); checked_next is the value checked beyond the answer of the nearest point with "
+            "as little loss or less and a target no smaller, where it misses (achieved_next is its bound there). "
+            f"found is no. Ask for at most {RISK_SEARCHES} searches to have each row searched."
+        )
     name = "TPR−FPR" if label == "advantage" else "TPR"
     by_sigma = solve == "noise-multiplier"
     what = {"noise-multiplier": ("σ", "σ/(1+1e-3)"), "epochs": ("steps", "next steps"), "batch-size": ("B", "next B")}
