@@ -461,8 +461,12 @@ def sgd_rows(rate, sigma, steps, sampling: str, target: str, points, bases: list
     on_lattice = np.zeros(q.size, dtype=bool)
     if lat is not None:
         on_lattice[lat.rows] = True
+    seen: dict = {}  # (a run asked for twice is read once)
     for i in np.flatnonzero(~on_lattice):
-        cols_i, rows_i, notes_i, warns_i = _run_rows(float(q[i]), float(s[i]), int(t[i]), sampling, target, pts)
+        run = (float(q[i]), float(s[i]), int(t[i]))
+        if run not in seen:
+            seen[run] = _run_rows(*run, sampling, target, pts)
+        cols_i, rows_i, notes_i, warns_i = seen[run]
         keep(cols_i, notes_i, warns_i)
         by_run[i] = [{**bases[i], **r} for r in rows_i]
     if lat is not None:
@@ -504,6 +508,7 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
     bound = "upper" if attack else "lower"
     widest, where = -np.inf, None
     n_br = 0
+    runs_br: set = set()
     alone = []
     for r, i in enumerate(lat.rows):
         if lat.on[r] and own_rows[own[r]] is not None:
@@ -513,6 +518,7 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
             alone.append(i)  # its lattice run, or every run on its sound side, did not fit: read on its own
             continue
         n_br += 1
+        runs_br.add((float(q[i]), float(s[i]), int(t[i])))
         dominating = sampling != "poisson" and int(t[i]) >= 2
         out = []
         for k, x in enumerate(pts):
@@ -551,7 +557,8 @@ def _lattice_rows(lat, q, s, t, sampling, target, pts, bases, by_run, keep, warn
                 f"T = {where[2]}, {at} {where[3]:g})"
             )
         warns.append(
-            f"{n_br} runs (method {method}) lie between the {lq.size} runs read on a lattice of the grid (at most "
+            f"{n_br} settings of the grid ({len(runs_br)} distinct runs; method {method}) lie between the "
+            f"{lq.size} runs read on a lattice of the grid (at most "
             f"{budget}, both ends of every parameter kept): {how}, so each bracketed row takes its sound side "
             f"from the nearest lattice run with more privacy loss and its other end from the nearest with less — "
             f"certified, but wider than a run's own reading{wide}. Ask for at most {budget} runs to have each "

@@ -41,7 +41,8 @@ def test_lattice_rows_are_their_own_and_brackets_contain_the_own_reading(target)
     methods = {r["method"] for r in rows}
     assert methods == {f"pld-{target}", f"pld-{target}-bracket"}
     n_br = sum(r["method"].endswith("bracket") for r in rows) // len(points)
-    assert n_br == q.size - 4 and warns and warns[-1].startswith(f"{n_br} runs (method pld-{target}-bracket)")
+    assert n_br == q.size - 4 and warns
+    assert warns[-1].startswith(f"{n_br} settings of the grid ({n_br} distinct runs; method pld-{target}-bracket)")
     read = sorted({r["noise_multiplier"] for r in rows if r["method"] == f"pld-{target}"})
     for i in range(q.size):
         own = _own(q[i], s[i], t[i], "poisson", target, points)
@@ -112,7 +113,7 @@ def test_plan_sgd_reads_a_large_grid_on_the_lattice(monkeypatch):
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [row["method"] for row in doc["rows"]].count("pld-attack-bracket") == 4
-    assert any("runs (method pld-attack-bracket) lie between the 3 runs" in w for w in doc["warnings"])
+    assert any("distinct runs; method pld-attack-bracket) lie between the 3 runs" in w for w in doc["warnings"])
     assert len(doc["objects"]) == 7  # every run is still piped on as its own composition
     table = CliRunner().invoke(cli, ["plan-sgd", *args.replace(" --json", "").split()])
     assert table.exit_code == 0 and "pld-attack-bracket" in table.stdout and "lattice" in table.stderr
@@ -192,3 +193,18 @@ def test_risk_steps_over_a_sigma_grid_on_a_lattice(monkeypatch):
         row = rows[i]
         assert row["steps"] <= own[i]["steps"] < row["checked_next"]
         assert risk.attack_bounds(0.05, row["noise_multiplier"], row["steps"], 0.01)[1][0] <= 0.1
+
+
+def test_a_run_asked_for_twice_is_read_once(monkeypatch):
+    calls = []
+    real = risk._run_rows
+
+    def run(*a):
+        calls.append(a[:3])
+        return real(*a)
+
+    monkeypatch.setattr(risk, "_run_rows", run)
+    q, s, t = np.full(4, 0.05), np.array([1.5, 1.5, 2.0, 1.5]), np.full(4, 10, dtype=np.int64)
+    _, rows, _, _ = risk.sgd_rows(q, s, t, "poisson", "attack", [0.01], [{"i": i} for i in range(4)])
+    assert sorted(calls) == [(0.05, 1.5, 10), (0.05, 2.0, 10)]
+    assert [r["i"] for r in rows] == [0, 1, 2, 3] and rows[0]["tpr"] == rows[1]["tpr"] == rows[3]["tpr"]

@@ -56,7 +56,7 @@ def test_bracketed_rows_take_the_nearest_lattice_runs_ends(monkeypatch, args, bu
     read = {_key(r) for r in rows if r.get("lower_method") != "pld-bracket"}
     n_br = sum(r.get("lower_method") == "pld-bracket" for r in rows)
     assert 0 < n_br < len(rows) and len(read) <= max(4, budget)  # (at least 4 runs a family)
-    assert any(w.startswith(f"{n_br} rows (lower method pld-bracket)") for w in warns)
+    assert any(w.startswith(f"{n_br} rows are bracketed (lower method pld-bracket)") for w in warns)
     by_key = {_key(r): r for r in own}
     for row, o in zip(rows, own):
         assert _key(row) == _key(o) and row["delta"] == o["delta"]
@@ -81,3 +81,31 @@ def test_width_warnings_of_a_scheme_grid_are_one_list():
     rows, warns = _rows(f"plan-sgd {grid}")
     named = [w for w in warns if w.startswith("the certified interval for N=6000")]
     assert len(named) == 5 and any(w.startswith("2 more rows have certified intervals wider than asked") for w in warns)
+
+
+def test_shuffle_rows_keep_their_own_closed_form_to_the_last_digit(monkeypatch):
+    # Rows whose nearest lattice run with more loss has the same σ and epochs: the bracket's upper end is the
+    # same closed form, so the row's own (with the same digits) is taken and labelled as such.
+    args = (
+        "plan-sgd --dataset-size 6000 --batch-size 600 --steps 1:10:10 --noise-multiplier 0.5:5:6 "
+        "--sampling shuffle --delta 1e-5,1e-7"
+    )
+    own, _ = _rows(args)
+    monkeypatch.setattr(_schemes, "GRID_RUNS", 8)
+    rows, _ = _rows(args)
+    assert sum(r["lower_method"] == "pld-bracket" for r in rows) > 0
+    for row, o in zip(rows, own):
+        assert row["method"] == "gdp-no-amplification" and row["epsilon"] == o["epsilon"]
+        assert row["epsilon_lower"] <= o["epsilon_lower"] and row["delta"] == o["delta"]
+
+
+def test_many_runs_closed_forms_have_each_runs_digits():
+    import numpy as np
+
+    from dpcalc.core.sampling import no_amplification_upper, no_amplification_uppers
+
+    rng = np.random.default_rng(5)
+    s, e = rng.uniform(0.3, 30, 400), rng.integers(1, 200, 400)
+    d = 10.0 ** -rng.uniform(2, 12, 400)
+    want = [no_amplification_upper(float(a), int(b), np.array([c]))[0] for a, b, c in zip(s, e, d)]
+    assert np.array_equal(no_amplification_uppers(s, e, d), want)

@@ -381,7 +381,7 @@ def _lattice_family(scheme: str, m: dict, q, total, kw, idx: np.ndarray, per: in
     its own."""
     from dpcalc.core import sgd
     from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
-    from dpcalc.core.sampling import SchemeInterval, batches_per_epoch
+    from dpcalc.core.sampling import SchemeInterval, batches_per_epoch, no_amplification_uppers
 
     sig = np.asarray(m["sigma"], float)[idx]
     steps = np.asarray(total)[idx].astype(np.int64)
@@ -405,15 +405,11 @@ def _lattice_family(scheme: str, m: dict, q, total, kw, idx: np.ndarray, per: in
     rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
     own = np.full(idx.size, np.inf)
     if scheme in ONE_BATCH:
-        # Each run's own closed-form upper end (√E/σ-GDP, no amplification), where it is smaller than the bracket's:
-        # the whole of shuffle's upper end, and balls-in-bins' where amplification does not win. (One vectorised
-        # call: the same operations, and digits, as no_amplification_upper's for each run.)
-        from dpcalc.core import _fp, gdp
-
+        # Each run's own closed-form upper end (√E/σ-GDP, no amplification), where it is at most the bracket's:
+        # the whole of shuffle's upper end, and balls-in-bins' where amplification does not win (one call for
+        # all, with each run's own digits).
         k_ = batches_per_epoch(int(base["n"]), int(base["b"]))
-        e = -(-steps // k_)
-        mu = _fp.mul_up(_fp.sqrt_up(e.astype(float)), _fp.div_up(1.0, sig))
-        own = np.asarray(gdp.epsilon(np.asarray(mu, float), dl), float).reshape(-1)
+        own = no_amplification_uppers(sig, -(-steps // k_), dl)
     for k, i in enumerate(idx):
         a, b, d = int(lat.up[1][k]), int(lat.up[2][k]), int(lat.up[3][k])
         if lat.on[k] and (a, b) in runs:
@@ -445,22 +441,29 @@ def bracketed(r) -> bool:
     return r.lower_method == sgd.BRACKET
 
 
-def bracket_warnings(results) -> list[str]:
+def bracket_warnings(results, scheme: str) -> list[str]:
     """The one warning for the rows of :func:`intervals` bracketed on lattices (none if there are none)."""
     br = [(r, j) for r, j in results if bracketed(r)]
     if not br:
         return []
-    wide = sum(not bool(r.met[j]) for r, j in br)
-    text = (
-        f"{len(br)} rows (lower method pld-bracket) lie between the runs read on lattices of the grid (a grid of "
-        f"more than {GRID_RUNS} runs: per N, B and cap or K, at most {GRID_RUNS} runs shared among them and at "
-        "least 4, both ends of σ and of the steps kept): ε grows with the steps and falls with σ, so their ε is "
-        "the certified upper end at the nearest lattice run with more privacy loss (or their own √E/σ-GDP bound "
-        "where smaller) and their ε ≥ the certified lower end at the nearest with less — both still certified bounds"
+    upper = (
+        "the certified upper end at the nearest lattice run with more privacy loss, or their own √E/σ-GDP bound "
+        "where that is smaller (method gdp-no-amplification: all of shuffle's)"
+        if scheme in ONE_BATCH
+        else "the certified upper end at the nearest lattice run with more privacy loss (method pld-bracket)"
     )
-    if wide:
+    text = (
+        f"{len(br)} rows are bracketed (lower method pld-bracket) between runs accounted on lattices of the grid "
+        f"(a grid of more than {GRID_RUNS} runs is accounted on a lattice of σ and the steps per family "
+        f"of runs that share their other inputs, each of at most max(4, {GRID_RUNS} / families) runs, both ends "
+        "of σ and of the steps kept): ε grows with the steps and falls with σ, so their ε is "
+        f"{upper}, and their ε ≥ the certified lower end at the nearest with less — both still certified bounds"
+    )
+    wide = sum(not bool(r.met[j]) for r, j in br)
+    if wide and scheme not in ONE_BATCH:  # (shuffle's and balls-in-bins' runs are as wide read alone)
         return [
-            f"{text}; {wide} of these intervals are wider than asked (split the grid to have each run read on its own)."
+            f"{text}; {wide} of these intervals are wider than asked (split the grid to have each run accounted on "
+            "its own)."
         ]
     return [text + "."]
 

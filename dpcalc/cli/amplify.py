@@ -447,7 +447,7 @@ def _scheme_gaussian(v: dict) -> int:
             wide.append(c.scheme_wide(lab, r, j))
         objects.append(sch.run_object(kind, r, j, m, q, total, i))
     warnings += c.scheme_width_warnings(wide)
-    warnings += sch.bracket_warnings(results)
+    warnings += sch.bracket_warnings(results, kind)
     notes += sch.closing_notes(kind)
     cols = [
         ("sigma", "σ"),

@@ -1329,7 +1329,7 @@ def _scheme_run(v: dict) -> int:
     warnings += c.scheme_width_warnings(wide)
     notes += sch.closing_notes(scheme)
     warnings += sch.warnings_for(scheme)
-    warnings += sch.bracket_warnings(results)
+    warnings += sch.bracket_warnings(results, scheme)
     from dpcalc.model import Result
 
     result = Result(

@@ -206,6 +206,16 @@ def no_amplification_upper(sigma: float, epochs: int, delta) -> np.ndarray:
     return np.atleast_1d(np.asarray(gdp.epsilon(np.full(d.shape, mu), d), float))
 
 
+def no_amplification_uppers(sigma, epochs, delta) -> np.ndarray:
+    """:func:`no_amplification_upper` of many runs at once (arrays, one δ each), with the same digits as each run's
+    own call: every root is narrowed from its guess, as a single run's is (``gdp._epsilon(guess=True)``)."""
+    from . import _fp, gdp
+
+    s, e, d = (np.asarray(x, float).reshape(-1) for x in np.broadcast_arrays(sigma, epochs, delta))
+    mu = np.asarray(_fp.mul_up(_fp.sqrt_up(e), _fp.div_up(1.0, s)), float)
+    return gdp._epsilon(mu, np.log(d), 0.0, d, guess=True)
+
+
 def shuffle_interval(
     dataset_size: int, batch_size: int, epochs: int, sigma: float, delta, last_batches: int | None = None, **kw
 ) -> SchemeInterval:
