@@ -27,7 +27,8 @@ def _rows(args: str) -> tuple[list[dict], list[str]]:
 
 
 def _key(row):
-    return row["noise_multiplier"] if "noise_multiplier" in row else row["sigma"], row["steps"]
+    sigma = row["noise_multiplier"] if "noise_multiplier" in row else row["sigma"]
+    return row.get("dataset_size"), row["delta"], sigma, row["steps"]
 
 
 @pytest.mark.parametrize(
@@ -44,6 +45,16 @@ def _key(row):
             4,
         ),
         ("amplify gaussian --sigma 1:2:3 --rate 0.1 --steps 10,20,40 --examples-per-user 2 --delta 1e-5", 4),
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 600 --epochs 1,2,3 --noise-multiplier 1:2:3 "
+            "--sampling balls-in-bins --delta 1e-5,1e-7",
+            4,
+        ),
+        (  # two families (dataset sizes), each its own lattice of 4
+            "plan-sgd --dataset-size 6000,12000 --batch-size 600 --steps 10,20,40 --noise-multiplier 1:2:3 "
+            "--max-batch-size 700 --delta 1e-5",
+            4,
+        ),
     ],
 )
 def test_bracketed_rows_take_the_nearest_lattice_runs_ends(monkeypatch, args, budget):
@@ -55,7 +66,9 @@ def test_bracketed_rows_take_the_nearest_lattice_runs_ends(monkeypatch, args, bu
     own = [r for r in own if r.get("lower_method") is not None or r["method"] != "rdp"]
     read = {_key(r) for r in rows if r.get("lower_method") != "pld-bracket"}
     n_br = sum(r.get("lower_method") == "pld-bracket" for r in rows)
-    assert 0 < n_br < len(rows) and len(read) <= max(4, budget)  # (at least 4 runs a family)
+    assert 0 < n_br < len(rows)
+    for fam in {k[:2] for k in read}:  # at most max(4, budget / families) runs a family
+        assert len([k for k in read if k[:2] == fam]) <= max(4, budget)
     assert any(w.startswith(f"{n_br} rows are bracketed (lower method pld-bracket)") for w in warns)
     by_key = {_key(r): r for r in own}
     for row, o in zip(rows, own):
@@ -63,10 +76,11 @@ def test_bracketed_rows_take_the_nearest_lattice_runs_ends(monkeypatch, args, bu
         if row.get("lower_method") != "pld-bracket":
             assert row == o
             continue
-        s, t = _key(row)
+        fam, (s, t) = _key(row)[:2], _key(row)[2:]
+        mine = [k[2:] for k in read if k[:2] == fam]
         # The nearest lattice runs: more loss (σ' <= σ, T' >= T), less loss (σ' >= σ, T' <= T).
-        more = by_key[(max(a for a, b in read if a <= s), min(b for a, b in read if b >= t))]
-        less = by_key[(min(a for a, b in read if a >= s), max(b for a, b in read if b <= t))]
+        more = by_key[(*fam, max(a for a, b in mine if a <= s), min(b for a, b in mine if b >= t))]
+        less = by_key[(*fam, min(a for a, b in mine if a >= s), max(b for a, b in mine if b <= t))]
         assert row["epsilon_lower"] == less["epsilon_lower"] <= o["epsilon_lower"]
         if row["method"] == "gdp-no-amplification":  # shuffle: the run's own closed form
             assert row["epsilon"] == o["epsilon"]
