@@ -152,14 +152,19 @@ def _solve_rows(args):
     return doc["rows"], doc["warnings"]
 
 
-def test_risk_targets_on_a_lattice_meet_each_rows_target(monkeypatch):
+def _alone_and_on_a_lattice(monkeypatch, args: str, searches: int = 3):
+    """The rows of a risk-target grid searched row by row, then on a lattice of ``searches`` points; its
+    warnings, and the indices of the bracketed rows."""
     from dpcalc.cli import plan_sgd
 
-    args = "--rate 0.05 --steps 20 --target-advantage 0.1:0.5:5"
     own, _ = _solve_rows(args)
-    monkeypatch.setattr(plan_sgd, "RISK_SEARCHES", 3)
+    monkeypatch.setattr(plan_sgd, "RISK_SEARCHES", searches)
     rows, warns = _solve_rows(args)
-    br = [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+    return own, rows, warns, [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+
+
+def test_risk_targets_on_a_lattice_meet_each_rows_target(monkeypatch):
+    own, rows, warns, br = _alone_and_on_a_lattice(monkeypatch, "--rate 0.05 --steps 20 --target-advantage 0.1:0.5:5")
     assert len(br) == 2 and any(w.startswith("2 rows (search: bracketed) lie between") for w in warns)
     searched = [i for i in range(len(rows)) if i not in br]
     for i in searched:
@@ -178,13 +183,8 @@ def test_risk_targets_on_a_lattice_meet_each_rows_target(monkeypatch):
 
 
 def test_risk_steps_over_a_sigma_grid_on_a_lattice(monkeypatch):
-    from dpcalc.cli import plan_sgd
-
     args = "--rate 0.05 --noise-multiplier 1.5:2.5:5 --target-tpr 0.1 --at-fpr 0.01"
-    own, _ = _solve_rows(args)
-    monkeypatch.setattr(plan_sgd, "RISK_SEARCHES", 3)
-    rows, _ = _solve_rows(args)
-    br = [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+    own, rows, _, br = _alone_and_on_a_lattice(monkeypatch, args)
     assert len(br) == 2
     for i in range(len(rows)):
         if i not in br:
