@@ -68,6 +68,10 @@ CASES = [
         "plan-sgd --target-advantage grid of 1,000 (solve σ on a lattice)",
         "plan-sgd --rate 0.01 --steps 1000 --target-advantage 0.05:0.5:1000",
     ),
+    (
+        "plan-sgd --sampling shuffle --target-epsilon grid of 1,000 (on a lattice)",
+        f"plan-sgd {MNIST} --epochs 2 --sampling shuffle --target-epsilon 1:5:1000",
+    ),
     ("plan-sgd --target-epsilon 1000 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1000"),
     ("plan-sgd --target-epsilon 1e6 (solve σ, pld)", f"plan-sgd {MNIST} --epochs 60 --target-epsilon 1e6"),
     ("plan-sgd --target-epsilon 3 (solve epochs, pld)", f"plan-sgd {MNIST} --noise-multiplier 1.1 --target-epsilon 3"),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -114,8 +115,6 @@ def test_shuffle_rows_keep_their_own_closed_form_to_the_last_digit(monkeypatch):
 
 
 def test_many_runs_closed_forms_have_each_runs_digits():
-    import numpy as np
-
     from dpcalc.core.sampling import no_amplification_upper, no_amplification_uppers
 
     rng = np.random.default_rng(5)
@@ -123,3 +122,51 @@ def test_many_runs_closed_forms_have_each_runs_digits():
     d = 10.0 ** -rng.uniform(2, 12, 400)
     want = [no_amplification_upper(float(a), int(b), np.array([c]))[0] for a, b, c in zip(s, e, d)]
     assert np.array_equal(no_amplification_uppers(s, e, d), want)
+
+
+@pytest.mark.parametrize(
+    "args, answer, less",
+    [
+        # (the grid, the field solved for, whether a larger value of it means less privacy loss)
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 600 --epochs 2 --sampling shuffle --delta 1e-5 "
+            "--target-epsilon 1:5:7",
+            "noise_multiplier",
+            True,
+        ),
+        (
+            "plan-sgd --dataset-size 6000 --batch-size 600 --noise-multiplier 1:2:5 --max-batch-size 700 "
+            "--delta 1e-5 --target-epsilon 3",
+            "steps",
+            False,
+        ),
+        (
+            "plan-sgd --dataset-size 6000 --epochs 1:3:5 --noise-multiplier 1.5 --max-batch-size 700 --delta 1e-5 "
+            "--target-epsilon 3",
+            "batch_size",
+            False,
+        ),
+    ],
+)
+def test_scheme_inverse_grids_on_a_lattice(monkeypatch, args, answer, less):
+    from dpcalc.cli import plan_sgd
+
+    own, _ = _rows(args)
+    monkeypatch.setattr(plan_sgd, "SCHEME_SEARCHES", 3)
+    rows, warns = _rows(args)
+    br = [i for i, r in enumerate(rows) if r["search"] == "bracketed"]
+    assert br and any(w.startswith(f"{len(br)} rows (search: bracketed) lie between") for w in warns)
+    searched = [i for i in range(len(rows)) if i not in br]
+    for i in searched:
+        assert rows[i] == own[i]
+    for i in br:
+        row, o = rows[i], own[i]
+        # A feasible answer (no better than the row's own), its ε an upper bound meeting the row's target, no
+        # lower end; the value checked beyond it further out than the row's own answer.
+        assert (row[answer] >= o[answer]) if less else (row[answer] <= o[answer])
+        assert row["epsilon"] <= row["target_epsilon"] and row["epsilon_lower"] is None and row["found"] is False
+        assert (row["checked_next"] < o[answer]) if less else (row["checked_next"] > o[answer])
+        if answer == "batch_size":  # the row's own steps for its epochs at that batch size
+            assert row["steps"] == int(np.ceil(row["epochs"] * 6000 / row["batch_size"]))
+        h = [j for j in searched if rows[j][answer] == row[answer]]
+        assert h and row["epsilon"] == rows[h[0]]["epsilon"]

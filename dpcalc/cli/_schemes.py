@@ -468,6 +468,65 @@ def bracket_warnings(results, scheme: str) -> list[str]:
     return [text + "."]
 
 
+#: The inputs that make a family of runs (kept exact on lattices): the dataset, the batch or rate, the cap, K.
+FAMILY_KEYS = ("dataset_size", "batch_size", "rate", "max_batch_size", "examples_per_user")
+
+
+def lattice_rows(n: int, family: list, axes: list, solve_row, bracket, budget: int) -> list:
+    """(row, warnings) of each of ``n`` rows of an inverse grid: every row searched (``solve_row(i)``) where there
+    are at most ``budget``; else per family (rows with equal ``family[i]``) a lattice of at most max(4, budget /
+    families) of its rows — values of each axis (``axes``: (array, direction), +1 where a larger value means
+    more privacy loss at any fixed answer, −1 less; the target counts −1) picked evenly in log scale with both
+    ends kept — searched, and every other row ``bracket(i, H, E)``: H the nearest searched row with as much loss
+    or more on every axis, E the nearest with as little or less, both found optimal (search ``optimal``). A row
+    whose H or E is not a row of the grid (a grid that is no product) or not optimal is searched on its own."""
+    from dpcalc.core import sgd
+
+    if n <= budget:
+        return [solve_row(i) for i in range(n)]
+    groups: dict = {}
+    for i in range(n):
+        groups.setdefault(family[i] if family else (), []).append(i)
+    per = max(4, budget // len(groups))
+    solved: dict = {}
+
+    def get(i):
+        if i not in solved:
+            solved[i] = solve_row(i)
+        return solved[i]
+
+    out: list = [None] * n
+    for idx in groups.values():
+        idx = np.array(idx)
+        cols = [np.asarray(a, float)[idx] for a, _ in axes]
+        values = [np.unique(c) for c in cols]
+        if len(idx) <= per or per < 2 ** sum(v.size > 1 for v in values):
+            for i in idx:
+                out[i] = get(int(i))
+            continue
+        k = sgd._picks_per_axis([v.size for v in values], per, per)
+        picks = [sgd._pick_values(v, kk) for v, kk in zip(values, k)]
+        where = {tuple(c[j] for c in cols): int(idx[j]) for j in range(len(idx))}
+        for j, i in enumerate(idx):
+            hard, easy, on = [], [], True
+            for c, p, (_, d) in zip(cols, picks, axes):
+                ge = min(int(np.searchsorted(p, c[j], "left")), p.size - 1)
+                le = max(int(np.searchsorted(p, c[j], "right")) - 1, 0)
+                on = on and p[ge] == c[j]
+                hard.append(p[ge] if d >= 0 else p[le])
+                easy.append(p[le] if d > 0 else p[ge])
+            h, e = where.get(tuple(hard)), where.get(tuple(easy))
+            if on or h is None or e is None:
+                out[i] = get(int(i))
+                continue
+            (rh, _), (re_, _) = get(h), get(e)
+            if rh.get("search") == sgd.OPTIMAL and re_.get("search") == sgd.OPTIMAL:
+                out[i] = (bracket(int(i), rh, re_), [])
+            else:
+                out[i] = get(int(i))
+    return out
+
+
 def base_row(v: dict, m: dict, q, total, i: int) -> dict:
     """The inputs of a row (the scheme's own options included)."""
     from dpcalc.cli import _common as c

@@ -1354,6 +1354,11 @@ def _scheme_inputs(v: dict) -> dict:
     )
 
 
+#: A scheme's ``--target-epsilon`` grid of more rows than this is searched on a lattice of its rows
+#: (:func:`dpcalc.cli._schemes.lattice_rows`).
+SCHEME_SEARCHES = 32
+
+
 def _scheme_inverse(v: dict) -> int:
     """plan-sgd --target-epsilon under a scheme of issue 12: the smallest σ or the most steps whose certified
     upper end meets the target. The search runs on the scheme's upper bound (shuffle: the closed-form
@@ -1397,15 +1402,23 @@ def _scheme_inverse(v: dict) -> int:
         total = _total_steps(m, steps)
     rtol = 1e-3
     rows, warnings, notes = [], list(v["warnings"]), list(v["notes"])
-    for i in range(n):
-        target, d = float(m["target"][i]), float(m["delta"][i])
+
+    def base_of(i):
+        """Row i's inputs, before its answer."""
         row = sch.base_row(v, m, q if q is not None else np.ones(n), total, i)
-        row["target_epsilon"] = c.f(target)
+        row["target_epsilon"] = c.f(float(m["target"][i]))
         if q is None:
             row["rate"] = None
         if solve == "noise-multiplier":
             row["epochs"] = c.f(m["epochs"][i]) if epochs is not None else None
+        return row
 
+    def solve_row(i):
+        """Row i searched on its own: its row and its warnings."""
+        warns: list[str] = []
+        target, d = float(m["target"][i]), float(m["delta"][i])
+        row = base_of(i)
+        if solve == "noise-multiplier":
             seen: dict = {}  # σ → its full interval (the search's last check is the next value's row)
 
             def full(s, i=i, seen=seen):
@@ -1430,9 +1443,8 @@ def _scheme_inverse(v: dict) -> int:
             if found_pair is None:
                 row.update(noise_multiplier=None, found=False, search=sgd.NONE)
                 row.update(method=sch.METHOD[scheme], bound="upper")
-                warnings.append(f"no noise multiplier up to 1e12 meets ε = {target:g} at δ = {d:g}.")
-                rows.append(row)
-                continue
+                warns.append(f"no noise multiplier up to 1e12 meets ε = {target:g} at δ = {d:g}.")
+                return row, warns
             s_ans, r_ans = found_pair
             s_next = s_ans / (1 + step)
             try:
@@ -1460,9 +1472,8 @@ def _scheme_inverse(v: dict) -> int:
             b_ans = None if br is None else sch.refine_whole(full, br, target, rtol, n_i)
             if b_ans is None:
                 row.update(batch_size=None, found=False, search=sgd.NONE, method=sch.METHOD[scheme], bound="upper")
-                warnings.append(f"even a batch size of 1 exceeds ε = {target:g} at δ = {d:g}.")
-                rows.append(row)
-                continue
+                warns.append(f"even a batch size of 1 exceeds ε = {target:g} at δ = {d:g}.")
+                return row, warns
             b_next = b_ans + max(1, int(rtol * b_ans))
             r_ans = full(b_ans)
             r_next = full(b_next) if b_next <= n_i else None
@@ -1503,10 +1514,9 @@ def _scheme_inverse(v: dict) -> int:
                     t_next = t_ans + max(1, int(rtol * t_ans))
             if t_ans is None:
                 row.update(steps=None, found=False, search=sgd.NONE, method=sch.METHOD[scheme], bound="upper")
-                warnings.append(f"even a single {'epoch' if scheme in sch.ONE_BATCH else 'step'} exceeds ε = "
+                warns.append(f"even a single {'epoch' if scheme in sch.ONE_BATCH else 'step'} exceeds ε = "
                                 f"{target:g} at δ = {d:g}.")  # fmt: skip
-                rows.append(row)
-                continue
+                return row, warns
             r_ans = full(t_ans)
             r_next = full(t_next) if t_next <= cap else None
             row["steps"] = int(t_ans)
@@ -1532,17 +1542,62 @@ def _scheme_inverse(v: dict) -> int:
             row["search"] = sgd.OPTIMAL
         elif r_next is None and solve == "noise-multiplier":
             row["search"] = sgd.EDGE
-            warnings.append(
+            warns.append(
                 f"the target ε = {target:g} at δ = {d:g} is met, but dpcalc cannot account the next smaller σ under "
                 f"{opt}; the optimum may lie beyond, so found is no."
             )
         else:
             row["search"] = sgd.RANGE_END
-            warnings.append(
+            warns.append(
                 f"the target ε = {target:g} at δ = {d:g} is met at the end of the searched range (or the next value "
                 "could not be shown to miss it); found is no."
             )
+        return row, warns
+
+    family = list(zip(*(np.asarray(m[k]).tolist() for k in sch.FAMILY_KEYS if k in m)))
+    # (array, +1 where a larger value means more privacy loss at a fixed answer, −1 less)
+    if solve == "noise-multiplier":
+        axes = [(np.asarray(total, float), 1)]
+    elif solve == "epochs":
+        axes = [(np.asarray(m["sigma"], float), -1)]
+    else:
+        axes = [(np.asarray(m["epochs"], float), 1), (np.asarray(m["sigma"], float), -1)]
+    axes += [(np.asarray(m["delta"], float), -1), (np.asarray(m["target"], float), -1)]
+
+    def bracket(i, h, e):
+        """Row i from H's answer (it meets row i's target) and E's checked value (it misses E's)."""
+        row = base_of(i)
+        keep = {"noise-multiplier": ("noise_multiplier",), "epochs": ("steps", "epochs", "epochs_fractional")}
+        for key in keep.get(solve, ("batch_size", "rate")):
+            row[key] = h.get(key)
+        if solve == "batch-size":
+            row["steps"] = int(np.asarray(sgd.steps_for_epochs(m["epochs"][i], m["dataset_size"][i], h["batch_size"])))
+            row["epochs"] = c.f(m["epochs"][i])
+        # ε at the answer: H's upper end bounds row i's (row i has no more privacy loss); H's lower end does not.
+        row.update(epsilon=h["epsilon"], method=h["method"], bound=h["bound"], scheme=h["scheme"])
+        row.update(epsilon_lower=None, epsilon_width=None, lower_method=None)
+        if "epsilon_lower_zero_out" in h:
+            row["epsilon_lower_zero_out"] = None
+        row.update(checked_next=e.get("checked_next"), epsilon_next=e.get("epsilon_next"))
+        row.update(found=False, search=sgd.BRACKETED)
+        return row
+
+    n_br = 0
+    for row, warns in sch.lattice_rows(n, family, axes, solve_row, bracket, SCHEME_SEARCHES):
         rows.append(row)
+        warnings += warns
+        n_br += row.get("search") == sgd.BRACKETED
+    if n_br:
+        warnings.append(
+            f"{n_br} rows (search: bracketed) lie between rows searched on a lattice of the grid (a grid of more than "
+            f"{SCHEME_SEARCHES} rows: per family of runs sharing their other inputs, at most max(4, "
+            f"{SCHEME_SEARCHES} / families) rows, both ends of every parameter kept): the answer is the one found "
+            "for the nearest row with as much privacy loss or more and a target no larger, so it meets theirs (ε at "
+            "answer is that row's certified upper end, an upper bound on theirs; no lower end is shown), and "
+            "checked_next is the value checked beyond the answer of the nearest row with as little loss or less and "
+            f"a target no smaller, where it misses (epsilon_next). found is no. Ask for at most {SCHEME_SEARCHES} "
+            "rows to have each searched."
+        )
     what = {"noise-multiplier": "σ", "epochs": "the number of steps", "batch-size": "the batch size B"}[solve]
     notes.append(
         f"Solved for {what} with {opt}'s certified upper end ("
