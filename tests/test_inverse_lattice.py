@@ -106,3 +106,21 @@ def test_plan_sgd_says_which_rows_are_bracketed(small_lattice):
     br = [row for row in doc["rows"] if row["search"] == "bracketed"]
     assert br and all(row["found"] is False and row["checked_next"] > row["steps"] for row in br)
     assert any("rows (search: bracketed) lie between the points that are searched" in w for w in doc["warnings"])
+
+
+def test_rows_left_over_by_the_lattice_are_searched_alone_not_on_a_lattice_again(monkeypatch):
+    # Many rows whose harder point meets nothing (none) while the easier one is found: they are searched again,
+    # on their own — a lattice of them could leave the same rows over, without end (a RecursionError once).
+    monkeypatch.setattr(sgd, "SETTINGS_DIRECT", 32)
+    monkeypatch.setattr(sgd, "SETTINGS_POINTS", 32)
+    g = np.meshgrid(
+        [0.001, 0.004, 0.01, 0.05, 0.2], [0.6, 0.9, 1.3, 3.0], [1e-7, 1e-5], [0.05, 0.3, 1, 3, 8], indexing="ij"
+    )
+    q, s, d, x = (a.ravel() for a in g)
+    sol = sgd.solve_steps(q, s, d, x, "rdp")
+    for i in range(q.size):
+        if sol.status[i] in (sgd.OPTIMAL, sgd.BRACKETED):
+            assert float(sgd.epsilon(q[i], s[i], int(sol.value[i]), d[i], "rdp")) <= x[i]
+            assert float(sgd.epsilon(q[i], s[i], int(sol.next_value[i]), d[i], "rdp")) > x[i]
+        elif sol.status[i] == sgd.NONE:
+            assert float(sgd.epsilon(q[i], s[i], 1, d[i], "rdp")) > x[i]

@@ -871,7 +871,8 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
     values all on the lattice; None is returned where they alone would exceed the lattice). The target counts as
     −1 (a larger target is easier to meet). The lattice is a product of at most :data:`SETTINGS_POINTS` points,
     spread evenly in log scale with both ends of every axis kept; ``solve_points(*axes, target)`` searches it
-    (arrays of the points' values; a :class:`Solution`). A row on it gets its point's answer. Any other row takes
+    (arrays of the points' values; a :class:`Solution`; ``lat=False``: no lattice of its own). A row on it
+    gets its point's answer. Any other row takes
     two points: H, the nearest with as much loss or more on every axis and a target no larger; E, the nearest with
     as little loss or less and a target no smaller. H's answer meets H's target with its bound, so at the row —
     whose ε at that answer is at most H's (ε is monotone in each axis at a fixed answer: fewer steps or epochs, a
@@ -932,8 +933,9 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
         for f in fields:
             out[f][i] = np.asarray(getattr(sol, f))[src]
     if retry:
+        # Searched on their own (not on a lattice again: its retries could be these same rows, without end).
         r = np.array(retry)
-        again = solve_points(*(c[r] for c in cols))
+        again = solve_points(*(c[r] for c in cols), lat=False)
         for f in fields:
             out[f][r] = np.asarray(getattr(again, f))
     return Solution(**out)
@@ -1103,7 +1105,15 @@ def _int_narrow(rtol: float = 0.0):
 
 
 def solve_sigma(
-    rate, steps, delta, target_epsilon, accountant: str = "rdp", *, rtol: float | None = None, sampling: str = "poisson"
+    rate,
+    steps,
+    delta,
+    target_epsilon,
+    accountant: str = "rdp",
+    *,
+    rtol: float | None = None,
+    sampling: str = "poisson",
+    _lattice: bool = True,
 ):
     """Smallest noise multiplier σ (to a relative ``rtol``, rounded up) whose ε is at most the target.
 
@@ -1128,11 +1138,17 @@ def solve_sigma(
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, t, d, target))
-    grid = _bracket_settings(
-        (q, t, d),
-        (1, 1, -1),
-        target,
-        lambda q_, t_, d_, x_: solve_sigma(q_, t_, d_, x_, accountant, rtol=rtol, sampling=sampling),
+    grid = (
+        _bracket_settings(
+            (q, t, d),
+            (1, 1, -1),
+            target,
+            lambda q_, t_, d_, x_, lat=True: solve_sigma(
+                q_, t_, d_, x_, accountant, rtol=rtol, sampling=sampling, _lattice=lat
+            ),
+        )
+        if _lattice
+        else None
     )
     if grid is not None:
         return grid
@@ -1200,6 +1216,7 @@ def solve_steps(
     *,
     max_steps: float = MAX_STEPS,
     sampling: str = "poisson",
+    _lattice: bool = True,
 ):
     """Largest whole number of steps T (at most ``max_steps``, 1e9) whose ε is at most the target.
 
@@ -1216,11 +1233,17 @@ def solve_steps(
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, s, d, target))
-    grid = _bracket_settings(
-        (q, s, d),
-        (1, -1, -1),
-        target,
-        lambda q_, s_, d_, x_: solve_steps(q_, s_, d_, x_, accountant, max_steps=max_steps, sampling=sampling),
+    grid = (
+        _bracket_settings(
+            (q, s, d),
+            (1, -1, -1),
+            target,
+            lambda q_, s_, d_, x_, lat=True: solve_steps(
+                q_, s_, d_, x_, accountant, max_steps=max_steps, sampling=sampling, _lattice=lat
+            ),
+        )
+        if _lattice
+        else None
     )
     if grid is not None:
         return grid
@@ -1264,7 +1287,15 @@ def solve_steps(
 
 
 def solve_batch_size(
-    dataset_size, epochs, sigma, delta, target_epsilon, accountant: str = "rdp", *, sampling: str = "poisson"
+    dataset_size,
+    epochs,
+    sigma,
+    delta,
+    target_epsilon,
+    accountant: str = "rdp",
+    *,
+    sampling: str = "poisson",
+    _lattice: bool = True,
 ):
     """Largest batch size B in [1, N] (expected under Poisson sampling, exact without replacement),
     with T = ⌈E·N/B⌉ steps, whose ε is at most the target.
@@ -1285,11 +1316,17 @@ def solve_batch_size(
     d = checked("delta", delta, low=0, high=1)
     target = checked("target_epsilon", target_epsilon, low=0)
     n, e, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(n, e, s, d, target))
-    grid = _bracket_settings(
-        (n, e, s, d),
-        (0, 1, -1, -1),
-        target,
-        lambda n_, e_, s_, d_, x_: solve_batch_size(n_, e_, s_, d_, x_, accountant, sampling=sampling),
+    grid = (
+        _bracket_settings(
+            (n, e, s, d),
+            (0, 1, -1, -1),
+            target,
+            lambda n_, e_, s_, d_, x_, lat=True: solve_batch_size(
+                n_, e_, s_, d_, x_, accountant, sampling=sampling, _lattice=lat
+            ),
+        )
+        if _lattice
+        else None
     )
     if grid is not None:
         return grid
