@@ -124,3 +124,31 @@ def test_rows_left_over_by_the_lattice_are_searched_alone_not_on_a_lattice_again
             assert float(sgd.epsilon(q[i], s[i], int(sol.next_value[i]), d[i], "rdp")) > x[i]
         elif sol.status[i] == sgd.NONE:
             assert float(sgd.epsilon(q[i], s[i], 1, d[i], "rdp")) > x[i]
+
+
+def test_a_row_nothing_meets_reports_its_own_epsilon_next(monkeypatch):
+    # The easier point meeting nothing says nothing meets the row either, but its ε at one step is below the
+    # row's: such a row is searched on its own, and its epsilon_next is its own.
+    monkeypatch.setattr(sgd, "SETTINGS_DIRECT", 8)
+    monkeypatch.setattr(sgd, "SETTINGS_POINTS", 8)
+    g = np.meshgrid([0.001, 0.03, 0.2], [0.9, 3.0], [0.05, 0.3], indexing="ij")
+    q, s, x = (a.ravel() for a in g)
+    sol = sgd.solve_steps(q, s, 1e-5, x, "rdp")
+    none = np.flatnonzero(sol.status == sgd.NONE)
+    assert none.size
+    for i in none:
+        assert sol.next_epsilon[i] == sgd.solve_steps(q[i], s[i], 1e-5, x[i], "rdp").next_epsilon[0]
+
+
+def test_parameters_that_move_together_are_searched_row_by_row(monkeypatch):
+    # A dataset-size grid: q falls as T grows. A product lattice would be mostly corners no row is near (the
+    # harder point of a middle row far harder than it): searched row by row instead.
+    monkeypatch.setattr(sgd, "SETTINGS_DIRECT", 8)
+    monkeypatch.setattr(sgd, "SETTINGS_POINTS", 8)
+    q = np.repeat([0.1, 0.01, 0.001], 4)
+    t = np.repeat([10.0, 100.0, 1000.0], 4)
+    x = np.tile([0.5, 1.0, 2.0, 4.0], 3)
+    sol = sgd.solve_sigma(q, t, 1e-5, x, "rdp")
+    assert not np.any(sol.status == sgd.BRACKETED)
+    for i in range(q.size):
+        assert sol.value[i] == sgd.solve_sigma(q[i], t[i], 1e-5, x[i], "rdp").value[0]

@@ -925,6 +925,12 @@ def _risk_lattice(solve: str, points: list, search, is_any) -> list:
     picks = list(values)
     for a, kk in zip(free, k):
         picks[a] = sgd._pick_values(values[a], kk)
+    # (A lattice mostly of settings no row asked for — parameters that move together, as q and T of a dataset-size
+    # grid — would bracket rows by far harder corners: such a grid is searched row by row, see sgd._mostly_asked.)
+    setting = [a for a, (idx, _) in enumerate(axes) if idx != 6]
+    lattice_settings = [g.ravel() for g in np.meshgrid(*(picks[a] for a in setting), indexing="ij")]
+    if not sgd._mostly_asked([[p[axes[a][0]] for p in todo] for a in setting], lattice_settings):
+        return [_memo(done, search, p) for p in points]
     shape = tuple(p.size for p in picks)
     lattice = {}
     for combo in np.ndindex(*shape):

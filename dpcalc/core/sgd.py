@@ -861,6 +861,17 @@ def _pick_values(values: np.ndarray, k: int) -> np.ndarray:
     return values[np.unique(np.round(np.linspace(0, values.size - 1, k)).astype(int))]
 
 
+def _mostly_asked(cols, points) -> bool:
+    """Whether at least three quarters of a lattice's settings (``points``, without the target) are settings
+    some row asked for (all of them where the grid is a product of its values). Where parameters move together
+    (a dataset-size grid: q falls as T grows), most of a product lattice is corners no row is near, and a row's
+    harder point can be far harder than the row (a σ 1,000 times the row's own); such a grid is searched row
+    by row instead."""
+    asked = set(zip(*(np.asarray(c, float).tolist() for c in cols)))
+    pts = set(zip(*(np.asarray(p, float).tolist() for p in points)))
+    return 4 * len(pts & asked) >= 3 * len(pts)
+
+
 def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
     """An inverse grid searched on a lattice of its settings and targets; None where searching it setting by setting
     (at most :data:`TARGET_POINTS` targets each, :func:`_bracket_targets`) takes at most :data:`SETTINGS_DIRECT`
@@ -880,8 +891,9 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
     and whose target is at least H's — it meets the row's target: the row's answer, with H's bound as its ε (an
     upper bound on the row's). The value checked beyond E's answer misses E's target, so it misses the row's:
     the row's ``next_value``, with E's bound. Status :data:`BRACKETED`, ``found`` false. Where H's answer is at
-    the end of the range (``range-end``) the row's is too; where nothing meets E's target (``none``) nothing meets
-    the row's: either is copied. Other rows (an ``edge`` on either side) are searched on their own."""
+    the end of the range (``range-end``) the row's is too: it is copied. Other rows (``none`` or an ``edge`` on
+    either side: E's ``none`` would carry E's ε at the smallest value, below the row's) are searched on their own,
+    and so is every row of a grid whose lattice is mostly settings no row asked for (:func:`_mostly_asked`)."""
     cols = [np.asarray(a, float) for a in axes] + [np.asarray(target, float)]
     dirs = list(dirs) + [-1]
     n = cols[-1].size
@@ -902,6 +914,8 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
     for a, kk in zip(free, k):
         picks[a] = _pick_values(values[a], kk)
     points = [g.ravel() for g in np.meshgrid(*picks, indexing="ij")]
+    if not _mostly_asked(cols[:-1], points[:-1]):
+        return None
     sol = solve_points(*points)
     shape = tuple(p.size for p in picks)
     hard, easy, on = [], [], np.ones(n, dtype=bool)
@@ -919,8 +933,6 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
         a, b = int(h_pt[i]), int(e_pt[i])
         if on[i] or sol.status[a] == RANGE_END:
             src = a
-        elif sol.status[b] == NONE:
-            src = b
         elif sol.status[a] == OPTIMAL and sol.status[b] == OPTIMAL:
             for f in ("value", "epsilon", "method"):
                 out[f][i] = np.asarray(getattr(sol, f))[a]
