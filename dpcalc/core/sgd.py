@@ -872,7 +872,7 @@ def _mostly_asked(cols, points) -> bool:
     return 4 * len(pts & asked) >= 3 * len(pts)
 
 
-def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
+def _bracket_settings(axes, dirs, target, solve_points, enabled: bool = True) -> Solution | None:
     """An inverse grid searched on a lattice of its settings and targets; None where searching it setting by setting
     (at most :data:`TARGET_POINTS` targets each, :func:`_bracket_targets`) takes at most :data:`SETTINGS_DIRECT`
     searches.
@@ -894,6 +894,8 @@ def _bracket_settings(axes, dirs, target, solve_points) -> Solution | None:
     the end of the range (``range-end``) the row's is too: it is copied. Other rows (``none`` or an ``edge`` on
     either side: E's ``none`` would carry E's ε at the smallest value, below the row's) are searched on their own,
     and so is every row of a grid whose lattice is mostly settings no row asked for (:func:`_mostly_asked`)."""
+    if not enabled:  # (a search of rows a lattice left over: never a lattice again)
+        return None
     cols = [np.asarray(a, float) for a in axes] + [np.asarray(target, float)]
     dirs = list(dirs) + [-1]
     n = cols[-1].size
@@ -1150,17 +1152,14 @@ def solve_sigma(
     q, _, t, d = _check(rate, 1.0, steps, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, t, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, t, d, target))
-    grid = (
-        _bracket_settings(
-            (q, t, d),
-            (1, 1, -1),
-            target,
-            lambda q_, t_, d_, x_, lat=True: solve_sigma(
-                q_, t_, d_, x_, accountant, rtol=rtol, sampling=sampling, _lattice=lat
-            ),
-        )
-        if _lattice
-        else None
+    grid = _bracket_settings(
+        (q, t, d),
+        (1, 1, -1),
+        target,
+        lambda q_, t_, d_, x_, lat=True: solve_sigma(
+            q_, t_, d_, x_, accountant, rtol=rtol, sampling=sampling, _lattice=lat
+        ),
+        enabled=_lattice,
     )
     if grid is not None:
         return grid
@@ -1245,17 +1244,14 @@ def solve_steps(
     q, s, _, d = _check(rate, sigma, 1, delta)
     target = checked("target_epsilon", target_epsilon, low=0)
     q, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(q, s, d, target))
-    grid = (
-        _bracket_settings(
-            (q, s, d),
-            (1, -1, -1),
-            target,
-            lambda q_, s_, d_, x_, lat=True: solve_steps(
-                q_, s_, d_, x_, accountant, max_steps=max_steps, sampling=sampling, _lattice=lat
-            ),
-        )
-        if _lattice
-        else None
+    grid = _bracket_settings(
+        (q, s, d),
+        (1, -1, -1),
+        target,
+        lambda q_, s_, d_, x_, lat=True: solve_steps(
+            q_, s_, d_, x_, accountant, max_steps=max_steps, sampling=sampling, _lattice=lat
+        ),
+        enabled=_lattice,
     )
     if grid is not None:
         return grid
@@ -1328,17 +1324,14 @@ def solve_batch_size(
     d = checked("delta", delta, low=0, high=1)
     target = checked("target_epsilon", target_epsilon, low=0)
     n, e, s, d, target = (np.array(a, float).ravel() for a in np.broadcast_arrays(n, e, s, d, target))
-    grid = (
-        _bracket_settings(
-            (n, e, s, d),
-            (0, 1, -1, -1),
-            target,
-            lambda n_, e_, s_, d_, x_, lat=True: solve_batch_size(
-                n_, e_, s_, d_, x_, accountant, sampling=sampling, _lattice=lat
-            ),
-        )
-        if _lattice
-        else None
+    grid = _bracket_settings(
+        (n, e, s, d),
+        (0, 1, -1, -1),
+        target,
+        lambda n_, e_, s_, d_, x_, lat=True: solve_batch_size(
+            n_, e_, s_, d_, x_, accountant, sampling=sampling, _lattice=lat
+        ),
+        enabled=_lattice,
     )
     if grid is not None:
         return grid
