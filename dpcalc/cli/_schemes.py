@@ -499,24 +499,18 @@ def lattice_rows(n: int, family: list, axes: list, solve_row, bracket, budget: i
     for idx in groups.values():
         idx = np.array(idx)
         cols = [np.asarray(a, float)[idx] for a, _ in axes]
-        values = [np.unique(c) for c in cols]
-        if len(idx) <= per or per < 2 ** sum(v.size > 1 for v in values):
+        dirs = [d for _, d in axes]
+        picks = None if len(idx) <= per else sgd.lattice_picks([np.unique(c) for c in cols], dirs, per)
+        if picks is None:
             for i in idx:
                 out[i] = get(int(i))
             continue
-        k = sgd._picks_per_axis([v.size for v in values], per, per)
-        picks = [sgd._pick_values(v, kk) for v, kk in zip(values, k)]
         where = {tuple(c[j] for c in cols): int(idx[j]) for j in range(len(idx))}
+        hard, easy, on = sgd.nearest_picks(cols, picks, dirs)
         for j, i in enumerate(idx):
-            hard, easy, on = [], [], True
-            for c, p, (_, d) in zip(cols, picks, axes):
-                ge = min(int(np.searchsorted(p, c[j], "left")), p.size - 1)
-                le = max(int(np.searchsorted(p, c[j], "right")) - 1, 0)
-                on = on and p[ge] == c[j]
-                hard.append(p[ge] if d >= 0 else p[le])
-                easy.append(p[le] if d > 0 else p[ge])
-            h, e = where.get(tuple(hard)), where.get(tuple(easy))
-            if on or h is None or e is None:
+            h = where.get(tuple(p[a[j]] for p, a in zip(picks, hard)))
+            e = where.get(tuple(p[a[j]] for p, a in zip(picks, easy)))
+            if on[j] or h is None or e is None:
                 out[i] = get(int(i))
                 continue
             (rh, _), (re_, _) = get(h), get(e)

@@ -898,8 +898,6 @@ def _risk_lattice(solve: str, points: list, search, is_any) -> list:
     answer is at the end of the range (range-end), so is the row's; where nothing meets E's target (none),
     nothing meets the row's: either is copied. A row whose points could not be searched (a lattice point no row
     asked for may not fit) or are neither of those is searched on its own."""
-    import math
-
     import numpy as np
 
     from dpcalc.core import sgd
@@ -915,16 +913,10 @@ def _risk_lattice(solve: str, points: list, search, is_any) -> list:
         "batch-size": [(3, 0), (4, 1), (1, -1), (5, 1), (6, -1)],
     }[solve]
     axes = [(k, d) for k, d in axes if todo[0][k] is not None]
-    values = [np.unique([p[k] for p in todo]) for k, _ in axes]
-    exact = math.prod(v.size for v, (_, d) in zip(values, axes) if d == 0)
-    free = [a for a, (_, d) in enumerate(axes) if d != 0]
-    room = RISK_SEARCHES // exact
-    if room < 2 ** sum(values[a].size > 1 for a in free):
+    dirs = [d for _, d in axes]
+    picks = sgd.lattice_picks([np.unique([p[k] for p in todo]) for k, _ in axes], dirs, RISK_SEARCHES)
+    if picks is None:
         return [_memo(done, search, p) for p in points]  # (too many dataset sizes to keep apart: row by row)
-    k = sgd._picks_per_axis([values[a].size for a in free], RISK_SEARCHES, room)
-    picks = list(values)
-    for a, kk in zip(free, k):
-        picks[a] = sgd._pick_values(values[a], kk)
     # (A lattice mostly of settings no row asked for — parameters that move together, as q and T of a dataset-size
     # grid — would bracket rows by far harder corners: such a grid is searched row by row, see sgd._mostly_asked.)
     setting = [a for a, (idx, _) in enumerate(axes) if idx != 6]
@@ -946,14 +938,8 @@ def _risk_lattice(solve: str, points: list, search, is_any) -> list:
         if is_any(pt):
             out.append(_memo(done, search, pt))
             continue
-        hard, easy, on = [], [], True
-        for (idx, d), p in zip(axes, picks):
-            ge = min(int(np.searchsorted(p, pt[idx], "left")), p.size - 1)
-            le = max(int(np.searchsorted(p, pt[idx], "right")) - 1, 0)
-            on = on and p[ge] == pt[idx]
-            hard.append(ge if d >= 0 else le)
-            easy.append(le if d > 0 else ge)
-        h, e = lattice[tuple(hard)], lattice[tuple(easy)]
+        hard, easy, on = sgd.nearest_picks([pt[idx] for idx, _ in axes], picks, dirs)
+        h, e = lattice[tuple(int(j) for j in hard)], lattice[tuple(int(j) for j in easy)]
         if on and h is not None:
             out.append(h)
         elif h is not None and h[2] == "range-end":

@@ -799,12 +799,8 @@ def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solu
     direct = [i for g, idx in groups.items() if g not in big for i in idx]
     anchors: dict = {}  # (setting, target) -> row searched
     for g, idx in big.items():
-        ts = np.unique(target[idx])
-        if ts[0] > 0:  # spread evenly in log scale (both ends always), as relative gaps matter
-            picks = _geometric_pick(ts, max_points)
-        else:
-            picks = ts[np.unique(np.round(np.linspace(0, ts.size - 1, max_points)).astype(int))]
-        for x in picks:
+        # Spread evenly in log scale (both ends always), as relative gaps matter.
+        for x in _pick_values(np.unique(target[idx]), max_points):
             anchors[(g, float(x))] = int(idx[np.flatnonzero(target[idx] == x)[0]])
     searched = np.array(sorted(set(direct) | set(anchors.values())), dtype=int)
     sol = solve(searched)
@@ -872,6 +868,38 @@ def _mostly_asked(cols, points) -> bool:
     return 4 * len(pts & asked) >= 3 * len(pts)
 
 
+def lattice_picks(values: list, dirs, budget: int) -> list | None:
+    """The values a lattice of at most ``budget`` points takes on each axis (``values``: each axis's sorted
+    distinct values; ``dirs``: 0 for an axis kept exact, every value kept): of the others about evenly in log
+    scale, both ends always (:func:`_picks_per_axis`). None where the exact axes with two values of each other
+    axis would not fit."""
+    exact = math.prod(v.size for v, d in zip(values, dirs) if d == 0)
+    free = [a for a, d in enumerate(dirs) if d != 0]
+    room = budget // exact
+    if room < 2 ** sum(values[a].size > 1 for a in free):
+        return None
+    picks = list(values)
+    for a, kk in zip(free, _picks_per_axis([values[a].size for a in free], budget, room)):
+        picks[a] = _pick_values(values[a], kk)
+    return picks
+
+
+def nearest_picks(cols, picks, dirs):
+    """For rows (``cols``: one array of values per axis) and a lattice (``picks`` per axis, sorted, both ends of
+    the rows' values among them): per axis the index of the nearest lattice value with as much privacy loss or
+    more (``hard``) and with as little or less (``easy``) — ``dirs`` +1 where loss grows with the value, −1 where
+    it falls, 0 an axis whose values are all on the lattice — and whether each row is on the lattice."""
+    hard, easy, on = [], [], np.ones(np.shape(cols[0]), dtype=bool)
+    for c, p, d in zip(cols, picks, dirs):
+        c = np.asarray(c, float)
+        ge = np.minimum(np.searchsorted(p, c, "left"), p.size - 1)  # the smallest pick >= the row's value
+        le = np.maximum(np.searchsorted(p, c, "right") - 1, 0)  # the largest pick <= it
+        on &= p[ge] == c
+        hard.append(ge if d >= 0 else le)
+        easy.append(le if d > 0 else ge)
+    return hard, easy, on
+
+
 def _bracket_settings(axes, dirs, target, solve_points, enabled: bool = True) -> Solution | None:
     """An inverse grid searched on a lattice of its settings and targets; None where searching it setting by setting
     (at most :data:`TARGET_POINTS` targets each, :func:`_bracket_targets`) takes at most :data:`SETTINGS_DIRECT`
@@ -905,28 +933,15 @@ def _bracket_settings(axes, dirs, target, solve_points, enabled: bool = True) ->
     # points, is then never put on a lattice again.)
     if int(np.minimum(np.bincount(per), TARGET_POINTS).sum()) <= max(SETTINGS_DIRECT, SETTINGS_POINTS):
         return None
-    values = [np.unique(c) for c in cols]
-    exact = math.prod(v.size for v, dr in zip(values, dirs) if dr == 0)
-    free = [a for a, dr in enumerate(dirs) if dr != 0]
-    room = SETTINGS_POINTS // exact
-    if room < 2 ** sum(values[a].size > 1 for a in free):
+    picks = lattice_picks([np.unique(c) for c in cols], dirs, SETTINGS_POINTS)
+    if picks is None:
         return None
-    k = _picks_per_axis([values[a].size for a in free], SETTINGS_POINTS, room)
-    picks = list(values)
-    for a, kk in zip(free, k):
-        picks[a] = _pick_values(values[a], kk)
     points = [g.ravel() for g in np.meshgrid(*picks, indexing="ij")]
     if not _mostly_asked(cols[:-1], points[:-1]):
         return None
     sol = solve_points(*points)
     shape = tuple(p.size for p in picks)
-    hard, easy, on = [], [], np.ones(n, dtype=bool)
-    for c, p, dr in zip(cols, picks, dirs):
-        ge = np.minimum(np.searchsorted(p, c, "left"), p.size - 1)  # the smallest pick >= the row's value
-        le = np.maximum(np.searchsorted(p, c, "right") - 1, 0)  # the largest pick <= it
-        on &= p[ge] == c
-        hard.append(ge if dr >= 0 else le)
-        easy.append(le if dr > 0 else ge)
+    hard, easy, on = nearest_picks(cols, picks, dirs)
     h_pt, e_pt = np.ravel_multi_index(hard, shape), np.ravel_multi_index(easy, shape)
     fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method")
     out = {f: np.empty(n, dtype=np.asarray(getattr(sol, f)).dtype) for f in fields}
