@@ -115,6 +115,10 @@ CASES = [
         "plan-sgd --max-batch-size, σ × epochs grid of 100 × 100 (lattice)",
         f"plan-sgd {MNIST} --epochs 1:10:100 --noise-multiplier 1:2:100 --max-batch-size 300",
     ),
+    (
+        "plan-sgd --examples-per-user 4, σ grid of 10,000 (lattice, rdp-group rows in one call)",
+        "plan-sgd --examples-per-user 4 --rate 0.01 --steps 1000 --noise-multiplier 0.8:3:10000 --delta 1e-5",
+    ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),

@@ -177,6 +177,35 @@ def test_user_level_rdp_group_row_is_an_upper_bound_beside_the_interval(k):
     assert any("rdp-group row" in x for x in d["notes"])
 
 
+def test_user_level_rdp_rows_equal_the_run_by_run_values():
+    """The batched rdp-group values (orders that cannot win skipped) are the per-run function's, bit for bit,
+    over random runs of every K the CLI takes (K = 1 goes run by run) — a floor that rose too fast would skip
+    a winning order and show here as a larger value."""
+    rng = np.random.default_rng(27)
+    n = 120
+    k = rng.choice([1, 2, 3, 4, 5, 8, 16, 33, 64], n)
+    q = 10 ** rng.uniform(-5, 0, n)
+    s = np.maximum(10 ** rng.uniform(np.log10(0.3), 2, n), k / 32)
+    t = (10 ** rng.uniform(0, 6, n)).astype(int)
+    d = 10 ** rng.uniform(-12, -1, n)
+    rows = S.user_level_rdp_rows(q, s, t, k, d)
+    one = np.array([S.user_level_rdp(q[i], s[i], t[i], k[i], d[i])[0] for i in range(n)])
+    assert np.array_equal(rows, one)
+
+
+def test_user_level_grid_rdp_rows_match_single_runs():
+    """The rdp-group rows of a grid (computed in one call) equal those of the same runs asked alone."""
+    grid = doc(f"plan-sgd {NB} --epochs 1,4 --noise-multiplier 0.8,2 --delta {DELTA} --examples-per-user 2,3")
+    got = [r for r in grid["rows"] if r["method"] == "rdp-group"]
+    assert len(got) == 8
+    for r in got:
+        alone = doc(
+            f"plan-sgd {NB} --epochs {r['epochs']:g} --noise-multiplier {r['noise_multiplier']:g} --delta {DELTA} "
+            f"--examples-per-user {r['examples_per_user']}"
+        )
+        assert [x["epsilon"] for x in alone["rows"] if x["method"] == "rdp-group"] == [r["epsilon"]]
+
+
 def test_rdp_group_property_orders_and_scale():
     from dpcalc.core import group
 

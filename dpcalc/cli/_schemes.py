@@ -556,16 +556,21 @@ def interval_fields(r, j: int, scheme: str) -> dict:
     }
 
 
-def rdp_group_row(row: dict, q: float, m: dict, total, i: int) -> dict:
-    """The RDP row beside a user-level interval: the example-level RDP curve of the T steps, the group property
-    for 2^c >= K examples ([M17] Prop. 2) and the (ε, δ) conversion — an independent, looser upper bound."""
+def rdp_group_epsilons(m: dict, q, total) -> np.ndarray:
+    """ε of the RDP row beside each user-level run (:func:`rdp_group_row`), all runs in one call."""
     from dpcalc.core import sampling as S
 
-    e = S.user_level_rdp(float(q), float(m["sigma"][i]), int(total[i]), int(m["examples_per_user"][i]), m["delta"][i])
+    return S.user_level_rdp_rows(q, m["sigma"], total, m["examples_per_user"], m["delta"])
+
+
+def rdp_group_row(row: dict, epsilon: float) -> dict:
+    """The RDP row beside a user-level interval: the example-level RDP curve of the T steps, the group property
+    for 2^c >= K examples ([M17] Prop. 2) and the (ε, δ) conversion — an independent, looser upper bound
+    (``epsilon``, from :func:`rdp_group_epsilons`)."""
     out = dict(row)
     out.update(
         epsilon_lower=None,
-        epsilon=float(e[0]),
+        epsilon=float(epsilon),
         epsilon_width=None,
         method="rdp-group",
         bound="upper",

@@ -1282,6 +1282,7 @@ def _scheme_run(v: dict) -> int:
     rows, objects, notes, warnings = [], [], list(v["notes"]), list(v["warnings"])
     wide: list = []  # rows wider than asked where each construction met its width: one warning after the loop
     results = sch.intervals(scheme, m, q, total, c.pld_kw())
+    group_eps = sch.rdp_group_epsilons(m, q, total) if scheme == "user-level" else None
     compared: set = set()
     for i in range(n_pts):
         r, j = results[i]
@@ -1297,7 +1298,7 @@ def _scheme_run(v: dict) -> int:
         row.update(sch.interval_fields(r, j, scheme))
         rows.append(row)
         if scheme == "user-level":
-            rows.append(sch.rdp_group_row(row, q[i], m, total, i))
+            rows.append(sch.rdp_group_row(row, group_eps[i]))
         notes += [x for x in r.notes if x not in notes]
         warnings += [f"{label}: {w}" for w in r.warnings]
         if not bool(r.met[j]) and not sch.bracketed(r):
