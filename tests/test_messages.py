@@ -191,3 +191,22 @@ def test_a_huge_mu_reads_a_trade_off_curve_not_an_overflow():
     import json
 
     assert [row["beta"] for row in json.loads(r.stdout)["rows"]] == [1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    "args, shown",
+    [
+        ("plan-sgd --users 10000:1000000:1000 --batch-size 256 --epochs 5 --noise-multiplier 1 --delta 1e-7",
+         "the grid point 10990.990990991 of '10000:1000000:1000' is not a whole number"),
+        ("plan-sgd --rate 0.01 --steps 1:10:3 --noise-multiplier 1 --delta 1e-5",
+         "the grid point 5.5 of '1:10:3' is not a whole number"),
+    ],
+)  # fmt: skip
+def test_a_grid_point_that_is_not_whole_is_named_as_such(args, shown):
+    """A whole-number range whose step is a fraction: the point is shown to 15 digits and called not whole
+    (it was shown rounded, "10991 is out of range; expected a whole number in [1, …]", as if it were inside)."""
+    r = CliRunner().invoke(cli, args.split())
+    assert r.exit_code == 2
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and shown in lines[0] and "out of range" not in lines[0]
+    assert "--users" in lines[0] or "--steps" in lines[0]

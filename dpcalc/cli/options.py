@@ -188,6 +188,12 @@ class GridType(click.ParamType):
             self.fail(f"{exc}; expected {self.allowed.describe()}", param, ctx)
         for p in points:
             if not self.allowed.contains(p):
+                if self.allowed.integer and isinstance(p, float) and math.isfinite(p) and p != math.floor(p):
+                    # (Shown to 15 digits: a range's point rounded by %g looked whole — "10991 is out of range".)
+                    ranged = ":" in text
+                    where = f"the grid point {p:.15g} of {text!r}" if ranged else f"{p:.15g}"
+                    how = " (choose START:STOP:N so that the step (STOP − START)/(N − 1) is whole)" if ranged else ""
+                    self.fail(f"{where} is not a whole number; expected {self.allowed.describe()}{how}", param, ctx)
                 self.fail(f"{_bound_text(p)} is out of range; expected {self.allowed.describe()}", param, ctx)
         if self.allowed.integer:
             return tuple(int(p) for p in points)
