@@ -374,6 +374,31 @@ def test_lattice_picks_stay_within_both_budgets(sizes, per_axis, total, want):
     assert np.prod(k) <= total and all(1 <= a <= min(n, per_axis) for a, n in zip(k, sizes))
 
 
+@pytest.mark.parametrize(
+    "values, k",
+    [
+        (np.concatenate([[0.001], np.linspace(0.5, 2.0, 3000)]), 128),  # an outlier before a dense grid
+        (np.concatenate([np.linspace(0.5, 2.0, 500), [1e4]]), 64),  # ... and after it
+        (np.linspace(0.1, 100.0, 200), 150),  # a linear grid: dense wanted points at its low end
+        (np.unique(np.round(np.geomspace(1, 1e7, 3000))), 128),  # whole numbers, crowded at the low end
+    ],
+)
+def test_geometric_picks_fill_their_budget_whatever_the_spread(values, k):
+    """Wanted points evenly in log scale that fall on one value are not lost: the widest log gaps between
+    picks (with values inside) are split until k values are picked; both ends always, every pick a value."""
+    v = np.unique(values)
+    p = sgd._geometric_pick(v, k)
+    assert p.size == k and p[0] == v[0] and p[-1] == v[-1]
+    assert np.all(np.diff(p) > 0) and np.all(np.isin(p, v))
+    # The values the log-even wanted points land on are all kept (the fill only adds).
+    landed = v[np.clip(np.searchsorted(v, np.geomspace(v[0], v[-1], k)), 0, v.size - 1)]
+    assert np.all(np.isin(landed, p)) and np.unique(landed).size < k
+    # An outlier costs one pick, not most of them: the rest go to the dense part.
+    dense = (v >= 0.5) & (v <= 2.0)
+    if dense.sum() == v.size - 1:  # (the first two cases)
+        assert np.isin(p, v[dense]).sum() == k - 1
+
+
 def _grid(qs, ss, ts, ds=(1e-5,)):
     g = np.meshgrid(qs, ss, ts, ds, indexing="ij")
     return tuple(a.ravel() for a in g)

@@ -321,7 +321,21 @@ def _geometric_pick(values: np.ndarray, k: int) -> np.ndarray:
         return values
     want = np.geomspace(values[0], values[-1], k)
     i = np.clip(np.searchsorted(values, want), 0, values.size - 1)
-    return np.unique(np.concatenate([values[[0, -1]], values[i]]))
+    idx = np.unique(np.concatenate([[0, values.size - 1], i]))
+    if idx.size < k:
+        # An outlier (σ = 0.001 beside 0.5 … 2) sends most wanted points onto the first value past its gap,
+        # leaving the rest of the grid thinly picked (95 of 128). Fill up to k: each time the widest gap
+        # in log scale between picks with values inside it is split at the value nearest its middle.
+        lv = np.log(values)
+        while idx.size < k:
+            inner = np.diff(idx) > 1
+            if not inner.any():
+                break
+            g = int(np.argmax(np.where(inner, lv[idx[1:]] - lv[idx[:-1]], -np.inf)))
+            a, b = int(idx[g]), int(idx[g + 1])
+            j = a + 1 + int(np.argmin(np.abs(lv[a + 1 : b] - (lv[a] + lv[b]) / 2)))
+            idx = np.insert(idx, g + 1, j)
+    return values[idx]
 
 
 def _picks_per_axis(sizes: list[int], per_axis: int, total: int) -> list[int]:
