@@ -119,6 +119,10 @@ CASES = [
         "plan-sgd --examples-per-user 4, σ grid of 10,000 (lattice, rdp-group rows in one call)",
         "plan-sgd --examples-per-user 4 --rate 0.01 --steps 1000 --noise-multiplier 0.8:3:10000 --delta 1e-5",
     ),
+    (
+        "amplify gaussian σ × q grid of 100 × 100 (single steps, 2,048 rows at a time)",
+        "amplify gaussian --sigma 0.5:5:100 --rate 0.0001:0.5:100:log --delta 1e-5",
+    ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),

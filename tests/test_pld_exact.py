@@ -378,3 +378,38 @@ def test_a_closed_form_interval_wider_than_asked_says_so_and_keeps_rdp_beside_it
         np.array([0.5, 0.5]), np.array([1e-7, 1e-150]), np.array([1.0, 1.0]), np.array([1e-5, 1e-5])
     )
     assert list(m) == ["rdp", "rdp"] and e[0] < r.upper[0] and np.isfinite(e[1])
+
+
+def test_a_large_one_step_grid_in_blocks_gives_the_same_values(monkeypatch):
+    """Grids of single steps are taken ROWS_AT_ONCE rows at a time (their ladders held ~90 KB a row: 100,000
+    rows peaked near 9 GB). The blocks are of equal size: a last block of a dozen rows would take the few-rows
+    route of the batched roots (GUESS_UP_TO) and print other digits. Every value equals the one-call value."""
+    from dpcalc.core import _arrays
+
+    rng = np.random.default_rng(11)
+    n = 300 + 12
+    q = 10 ** rng.uniform(-9, 0, n)
+    q[::37] = 1.0
+    s = 10 ** rng.uniform(np.log10(0.05), 4, n)
+    d = 10 ** rng.uniform(-15, -0.5, n)
+    t = 10 ** rng.uniform(0, 7, n)
+    whole = exact.subsampled_step_interval(q, s, d)
+    rdp_whole = sgd._rdp_epsilon(q, s, t, d)
+    monkeypatch.setattr(exact, "ROWS_AT_ONCE", 100)
+    monkeypatch.setattr(_arrays, "ROWS_AT_ONCE", 100)
+    seen = []
+    real = _arrays.by_rows
+
+    def spy(fn, *arrays, size=100):
+        seen.append(arrays[0].shape[0])
+        return real(fn, *arrays, size=size)
+
+    monkeypatch.setattr(exact, "by_rows", spy)
+    monkeypatch.setattr(sgd, "by_rows", spy)
+    blocks = exact.subsampled_step_interval(q, s, d)
+    assert seen and all(np.array_equal(a, b) for a, b in zip(whole, blocks))
+    assert np.array_equal(sgd._rdp_epsilon(q, s, t, d), rdp_whole) and len(seen) == 2
+    # ... and the blocks themselves: equal sizes, each more than half the limit
+    cuts = []
+    real(lambda x: cuts.append(x.size) or x, np.arange(312.0), size=100)
+    assert sorted(cuts) == [78, 78, 78, 78]

@@ -90,3 +90,25 @@ def log_expm1(x):
 
 def all_scalar(*values: object) -> bool:
     return all(np.ndim(v) == 0 for v in values)
+
+
+#: Rows a memory-hungry vectorised computation takes at once (:func:`by_rows`): its temporaries grow with
+#: the rows times its own inner size (ladders of points, orders), about 50–90 KB a row; a grid of 100,000
+#: rows at once peaked near 9 GB.
+ROWS_AT_ONCE = 2048
+
+
+def by_rows(fn, *arrays: np.ndarray, size: int = ROWS_AT_ONCE):
+    """``fn(*arrays)`` for 1-D arrays of one length, computed ``size`` rows at a time and joined (each
+    output a 1-D array, or a tuple of them). For computations whose rows do not interact — the same
+    values as one call, with memory bounded by ``size`` rows. The blocks are of equal size (within one),
+    each more than ``size``/2 rows: a computation that takes another route for a few rows (a batched
+    root narrowed from its guess only up to 16 elements) takes the same one for every block."""
+    n = arrays[0].shape[0] if arrays else 0
+    if n <= size:
+        return fn(*arrays)
+    cuts = np.linspace(0, n, -(-n // size) + 1).round().astype(int)
+    parts = [fn(*(a[i:j] for a in arrays)) for i, j in zip(cuts[:-1], cuts[1:])]
+    if isinstance(parts[0], tuple):
+        return tuple(np.concatenate([p[j] for p in parts]) for j in range(len(parts[0])))
+    return np.concatenate(parts)

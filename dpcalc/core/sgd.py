@@ -30,7 +30,7 @@ import numpy as np
 
 from . import gdp
 from . import rdp as _rdp
-from ._arrays import all_scalar, checked, finish
+from ._arrays import all_scalar, by_rows, checked, finish
 from .errors import ValidationError
 from .solve import secant, walk_and_bisect
 
@@ -98,12 +98,16 @@ def _rdp_epsilon(q, sigma, steps, delta, refine_steps: int = 30, sampling: str =
             "accountant", "rdp", "pld or gdp-clt for sampling without replacement (dpcalc has no RDP bound for it)"
         )
     q, sigma, steps, delta = (a.ravel() for a in np.broadcast_arrays(q, sigma, steps, delta))
-    eps, _ = _rdp.optimal_epsilon(
-        lambda al: steps[:, None] * _rdp._subsampled_gaussian(al, q[:, None], sigma[:, None]),
-        delta,
-        refine_steps=refine_steps,
-    )
-    return eps
+
+    def rows(q, sigma, steps, delta):
+        eps, _ = _rdp.optimal_epsilon(
+            lambda al: steps[:, None] * _rdp._subsampled_gaussian(al, q[:, None], sigma[:, None]),
+            delta,
+            refine_steps=refine_steps,
+        )
+        return eps
+
+    return by_rows(rows, q, sigma, steps, delta)  # (each row's search is its own: the same values, less memory)
 
 
 #: The note a command adds where a row's method is ``rare-steps``.

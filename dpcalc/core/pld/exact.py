@@ -51,6 +51,7 @@ import math
 import numpy as np
 
 from .. import _fp, _normal
+from .._arrays import ROWS_AT_ONCE, by_rows
 from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
 __all__ = [
@@ -372,6 +373,10 @@ def subsampled_step_interval(q, sigma, delta, directions: bool = False) -> tuple
         if not full.all():
             lo[~full], up[~full] = subsampled_step_interval(q[~full], sigma[~full], delta[~full])
         return lo, up
+    if q.ndim == 1 and q.size > ROWS_AT_ONCE:
+        # Its ladders hold about 90 KB a row: a large grid a block of rows at a time (each row's search
+        # is its own, so the values are the same; q = 1 rows, above, are not split: their batched roots).
+        return by_rows(lambda *a: subsampled_step_interval(*a, directions=directions), q, sigma, delta)
     # Both directions' δ grow with μ = 1/σ (a larger μ dominates a smaller: subsampling keeps that):
     # the lower ends with μ rounded down, the upper ends with μ rounded up.
     mu, mu_hi = gaussian_mu(1.0, sigma)
