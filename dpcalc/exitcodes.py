@@ -14,7 +14,8 @@ class ExitCode(IntEnum):
     OK = 0
     #: A budget check (``--max-epsilon``) failed; the result is still printed.
     BUDGET_EXCEEDED = 1
-    #: Bad usage or bad input; a one-line ``Error:`` names the option and range.
+    #: Bad usage or bad input; a one-line ``Error:`` names the option and range (or, "out of memory", a
+    #: computation too large for the machine).
     USAGE = 2
     #: A bug in dpcalc: please report it. Never expected for any input.
     INTERNAL = 3

@@ -105,7 +105,8 @@ EXIT_STATUS = [
     (
         "2",
         "Bad usage or bad input: one line on stderr starting with Error: names the option and the allowed "
-        "range, or says why the result cannot be computed.",
+        "range, or says why the result cannot be computed (also a computation too large for the machine's "
+        "memory: Error: out of memory for these inputs).",
     ),
     ("3", "An internal error in dpcalc (a bug). No input is expected to cause it."),
     (

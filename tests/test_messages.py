@@ -210,3 +210,18 @@ def test_a_grid_point_that_is_not_whole_is_named_as_such(args, shown):
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and shown in lines[0] and "out of range" not in lines[0]
     assert "--users" in lines[0] or "--steps" in lines[0]
+
+
+def test_running_out_of_memory_is_one_line_and_exit_2(monkeypatch):
+    """A computation too large for the machine is not a bug: one line naming what was typed and what to do."""
+    from dpcalc.core import gdp
+
+    def no_memory(*a, **k):
+        raise MemoryError("Unable to allocate 184. MiB for an array")
+
+    monkeypatch.setattr(gdp, "epsilon", no_memory)
+    r = CliRunner().invoke(cli, ["convert", "gdp", "--mu", "1", "--delta", "1e-5"])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: out of memory for these inputs (--mu 1, --delta 1e-5)")
+    assert "split the grid" in lines[0] and "internal error" not in lines[0]

@@ -215,6 +215,13 @@ def _error_message(exc: BaseException, args: list[str]) -> str | None:
     if isinstance(exc, ValidationError):
         # Raised by the core for a value outside a formula's domain.
         return _one_line(_option_message(exc, args))
+    if isinstance(exc, MemoryError):
+        # The machine's memory, not a bug: the engine's own size limits are caught where they arise, and
+        # large grids are taken in blocks; what is left is a grid (or a stream) too large for this machine.
+        return (
+            f"out of memory for these inputs{given}: the machine cannot hold this computation; split the grid "
+            "into smaller runs (fewer points per option) or run it where more memory is free."
+        )
     return None
 
 
