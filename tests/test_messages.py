@@ -197,31 +197,57 @@ def test_a_huge_mu_reads_a_trade_off_curve_not_an_overflow():
     "args, shown",
     [
         ("plan-sgd --users 10000:1000000:1000 --batch-size 256 --epochs 5 --noise-multiplier 1 --delta 1e-7",
-         "the grid point 10990.990990991 of '10000:1000000:1000' is not a whole number"),
+         "the grid point 10990.99099099099099099099 of '10000:1000000:1000' is not a whole number (choose"),
         ("plan-sgd --rate 0.01 --steps 1:10:3 --noise-multiplier 1 --delta 1e-5",
-         "the grid point 5.5 of '1:10:3' is not a whole number"),
+         "the grid point 5.5 of '1:10:3' is not a whole number (choose"),
+        # past 10^14 a 15-digit display rounded the point to a whole number
+        ("plan-sgd --rate 0.01 --steps 123456789012345:123456789012346:3 --noise-multiplier 1 --delta 1e-5",
+         "the grid point 123456789012345.5 of"),
+        # past 2^52 the point itself was rounded to a whole number, and accepted
+        ("plan-sgd --rate 0.01 --steps 4503599627370496:4503599627370497:3 --noise-multiplier 1 --delta 1e-5",
+         "the grid point 4503599627370496.5 of"),
+        # a :log range has no additive step: no advice about one
+        ("plan-sgd --rate 0.01 --steps 1:10:3:log --noise-multiplier 1 --delta 1e-5",
+         "the grid point 3.16227766016838 of '1:10:3:log' is not a whole number; expected"),
     ],
 )  # fmt: skip
 def test_a_grid_point_that_is_not_whole_is_named_as_such(args, shown):
-    """A whole-number range whose step is a fraction: the point is shown to 15 digits and called not whole
-    (it was shown rounded, "10991 is out of range; expected a whole number in [1, …]", as if it were inside)."""
+    """A whole-number range whose points are not all whole: the point is shown exactly and called not whole
+    (it was shown rounded, "10991 is out of range; expected a whole number in [1, …]", as if it were inside;
+    past 2^52 it was rounded to a whole number and accepted)."""
     r = CliRunner().invoke(cli, args.split())
     assert r.exit_code == 2
     lines = r.output.strip().splitlines()
     assert len(lines) == 1 and shown in lines[0] and "out of range" not in lines[0]
     assert "--users" in lines[0] or "--steps" in lines[0]
+    assert ("(choose START:STOP:N" in lines[0]) == (":log" not in args)
 
 
-def test_running_out_of_memory_is_one_line_and_exit_2(monkeypatch):
-    """A computation too large for the machine is not a bug: one line naming what was typed and what to do."""
+@pytest.mark.parametrize(
+    "raised, code",
+    [
+        (MemoryError("Unable to allocate 184. MiB for an array with shape (24148182,) and data type float64"), 2),
+        (MemoryError(), 2),
+        # the engine's own size limit, as a signal: caught where it arises; one that escaped is a bug
+        (MemoryError("PLD grid of 123456789 points exceeds the limit 67108864"), 3),
+    ],
+)
+def test_running_out_of_memory_is_one_line_and_exit_2(monkeypatch, raised, code):
+    """A computation too large for the machine is not a bug: one line naming what was typed, the allocation
+    refused, and what to do. The engine's own MemoryErrors (size limits, with their own text) stay internal."""
     from dpcalc.core import gdp
 
     def no_memory(*a, **k):
-        raise MemoryError("Unable to allocate 184. MiB for an array")
+        raise raised
 
     monkeypatch.setattr(gdp, "epsilon", no_memory)
     r = CliRunner().invoke(cli, ["convert", "gdp", "--mu", "1", "--delta", "1e-5"])
-    assert r.exit_code == 2, r.output
+    assert r.exit_code == code, r.output
     lines = r.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("Error: out of memory for these inputs (--mu 1, --delta 1e-5)")
-    assert "split the grid" in lines[0] and "internal error" not in lines[0]
+    assert len(lines) == 1
+    if code == 2:
+        assert lines[0].startswith("Error: out of memory for these inputs (--mu 1, --delta 1e-5) (")
+        assert "fewer grid points" in lines[0] and "internal error" not in lines[0]
+        assert (str(raised) or "MemoryError") in lines[0]
+    else:
+        assert "internal error" in lines[0] and str(raised) in lines[0]

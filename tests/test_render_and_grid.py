@@ -59,7 +59,11 @@ def test_whole_number_ranges_are_exact_past_float_precision():
     assert parse_grid(f"{n + 1}:{n + 3}:3", integer=True) == (n + 1, n + 2, n + 3)
     assert all(isinstance(x, int) for x in parse_grid(f"{n + 1}:{n + 3}:3", integer=True))
     assert parse_grid("1:10:4", integer=True) == (1, 4, 7, 10)
-    assert parse_grid("1:10:3", integer=True)[1] == 5.5  # not whole: refused by the option's range check
+    # Not whole: refused by the range itself, the point shown exactly (past 2^52 a float would round it whole).
+    with pytest.raises(ValueError, match=r"the grid point 5\.5 of '1:10:3' is not a whole number"):
+        parse_grid("1:10:3", integer=True)
+    with pytest.raises(ValueError, match=r"the grid point 4503599627370496\.5 of"):
+        parse_grid("4503599627370496:4503599627370497:3", integer=True)
 
 
 def test_minus_zero_is_zero():

@@ -215,14 +215,24 @@ def _error_message(exc: BaseException, args: list[str]) -> str | None:
     if isinstance(exc, ValidationError):
         # Raised by the core for a value outside a formula's domain.
         return _one_line(_option_message(exc, args))
-    if isinstance(exc, MemoryError):
-        # The machine's memory, not a bug: the engine's own size limits are caught where they arise, and
-        # large grids are taken in blocks; what is left is a grid (or a stream) too large for this machine.
+    if _machine_out_of_memory(exc):
+        # The machine's memory, not a bug (large grids are already taken in blocks): a grid or stream too
+        # large for this machine.
         return (
-            f"out of memory for these inputs{given}: the machine cannot hold this computation; split the grid "
-            "into smaller runs (fewer points per option) or run it where more memory is free."
+            f"out of memory for these inputs{given} ({_one_line(str(exc)) or 'MemoryError'}): the machine cannot "
+            "hold this computation; use fewer grid points or objects per run, or run it where more memory is free."
         )
     return None
+
+
+def _machine_out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an allocation the machine refused — numpy's "Unable to allocate …" or Python's bare
+    MemoryError — rather than one of the engine's own size limits, which raise MemoryError with their own
+    message as a signal and are caught where they arise (one that escaped would be a bug: exit 3)."""
+    if not isinstance(exc, MemoryError):
+        return False
+    text = str(exc)
+    return not text or text.startswith("Unable to allocate") or type(exc).__name__ == "_ArrayMemoryError"
 
 
 def _option_message(exc, args) -> str:

@@ -56,6 +56,13 @@ class Range:
         return f"{kind} (finite)"
 
 
+def _fraction_text(x) -> str:
+    """A fraction as a decimal with enough digits to show it is not whole (25 significant)."""
+    from decimal import Context
+
+    return format(Context(prec=40).divide(x.numerator, x.denominator), ".25g")
+
+
 def _bound_text(x) -> str:
     if x is None:
         return ""
@@ -152,13 +159,19 @@ def parse_grid(text: str, max_points: int = MAX_GRID_POINTS, integer: bool = Fal
                 points[-n] = start
                 points[-1] = stop
             elif integer:
-                # Whole-number ranges exactly (floats would round counts past 2^53·… — 1e15+1 to 1e15):
-                # a point that is not whole stays a fraction, for the range check to refuse.
+                # Whole-number ranges exactly (floats would round counts past 2^53·… — 1e15+1 to 1e15). A point
+                # that is not whole is refused here, shown exactly: as a float it would be rounded for display
+                # (10990.99 as "10991") and, past 2^52, to a whole number and accepted.
                 from fractions import Fraction
 
                 for i in range(n):
                     x = start + Fraction((stop - start) * i, n - 1)
-                    points.append(int(x) if x.denominator == 1 else float(x))
+                    if x.denominator != 1:
+                        raise ValueError(
+                            f"the grid point {_fraction_text(x)} of {item!r} is not a whole number (choose "
+                            "START:STOP:N so that the step (STOP − START)/(N − 1) is whole)"
+                        )
+                    points.append(int(x))
             else:
                 points.extend(float(f"{start + (stop - start) * i / (n - 1):.15g}") for i in range(n))
                 points[-1] = stop
@@ -189,11 +202,13 @@ class GridType(click.ParamType):
         for p in points:
             if not self.allowed.contains(p):
                 if self.allowed.integer and isinstance(p, float) and math.isfinite(p) and p != math.floor(p):
-                    # (Shown to 15 digits: a range's point rounded by %g looked whole — "10991 is out of range".)
-                    ranged = ":" in text
-                    where = f"the grid point {p:.15g} of {text!r}" if ranged else f"{p:.15g}"
-                    how = " (choose START:STOP:N so that the step (STOP − START)/(N − 1) is whole)" if ranged else ""
-                    self.fail(f"{where} is not a whole number; expected {self.allowed.describe()}{how}", param, ctx)
+                    # A point of a :log range (linear ranges are refused by parse_grid): shown as repr, which
+                    # never rounds it to a whole number as %g did ("10991 is out of range").
+                    self.fail(
+                        f"the grid point {p!r} of {text!r} is not a whole number; expected {self.allowed.describe()}",
+                        param,
+                        ctx,
+                    )
                 self.fail(f"{_bound_text(p)} is out of range; expected {self.allowed.describe()}", param, ctx)
         if self.allowed.integer:
             return tuple(int(p) for p in points)

@@ -537,8 +537,10 @@ def user_level_rdp(rate: float, sigma: float, steps: int, examples_per_user: int
 
 
 def user_level_rdp_rows(rate, sigma, steps, examples_per_user, delta) -> np.ndarray:
-    """:func:`user_level_rdp` for many runs at once (1-D arrays of one length, one δ per run), each value
-    the same as that function's, bit for bit, at the cost of the orders that can still win.
+    """:func:`user_level_rdp` for many runs at once (1-D arrays of one length; δ one per run or one for all),
+    each value the same as that function's, bit for bit, at the cost of the orders that can still win. (Where
+    an order's RDP is not finite — σ far below K/32, which the CLI refuses — that function raises; here the
+    order is skipped: the smallest ε over the others, or inf, still an upper bound.)
 
     Runs sharing K share their orders, so each order's RDP is one vectorised call for the runs that still
     need it. The orders go up; a run skips an order whose ε cannot be below its best so far: the group
@@ -552,7 +554,7 @@ def user_level_rdp_rows(rate, sigma, steps, examples_per_user, delta) -> np.ndar
     s = np.asarray(sigma, float).ravel()
     t = np.asarray(steps, np.int64).ravel()
     k = np.asarray(examples_per_user, np.int64).ravel()
-    d = _delta(delta)
+    d = np.broadcast_to(_delta(delta), q.shape)
     out = np.empty(q.size)
     for kk in np.unique(k):
         rows = np.flatnonzero(k == kk)
