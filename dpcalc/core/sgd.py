@@ -327,9 +327,9 @@ def _geometric_pick(values: np.ndarray, k: int) -> np.ndarray:
     i = np.clip(np.searchsorted(values, want), 0, values.size - 1)
     idx = np.unique(np.concatenate([[0, values.size - 1], i]))
     if idx.size < k:
-        # An outlier (σ = 0.001 beside 0.5 … 2) sends most wanted points onto the first value past its gap,
-        # leaving the rest of the grid thinly picked (95 of 128). Fill up to k: each time the widest gap
-        # in log scale between picks with values inside it is split at the value nearest its middle.
+        # An outlier (σ = 0.3 beside 3,000 values in 0.5 … 2) sends most wanted points onto the first value
+        # past its gap, leaving the rest of the grid thinly picked (95 of 128). Fill up to k: each time the
+        # widest gap in log scale between picks with values inside it is split at the value nearest its middle.
         lv = np.log(values)
         while idx.size < k:
             inner = np.diff(idx) > 1
