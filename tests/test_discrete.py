@@ -438,3 +438,33 @@ def test_discrete_gaussian_many_steps_and_large_sigma():
 
     cont = gdp.epsilon(np.sqrt(1000) / 1000, 1e-6)
     assert ans.lower[0] <= ans.upper[0] and abs(ans.upper[0] - cont) < 1e-3
+
+
+@pytest.mark.parametrize("refuse", ["raises", "float64"])
+def test_q_sums_without_a_long_double_lfilter_are_the_same(monkeypatch, refuse):
+    """The long-double recurrence S_i = p_i + r·S_{i−1} behind the discrete Gaussian's Q-sums: scipy's lfilter
+    warns that long double is deprecated; a SciPy that refuses it, or returns doubles (which would void the
+    (3n + 2)·u_ld bound), is met by the same steps in a loop — the same values, bit for bit."""
+    import scipy.signal
+
+    rng = np.random.default_rng(3)
+    ld = np.longdouble
+    p = rng.random(3000).astype(ld) / ld(3)
+    r = np.exp(-ld(1) / ld(7))
+    fast = D._first_order_sums(p, r)
+    real = scipy.signal.lfilter
+
+    def broken(b, a, x):
+        if refuse == "raises":
+            raise TypeError("dtype=float128 is not supported by lfilter")
+        return real(np.asarray(b, float), np.asarray(a, float), np.asarray(x, float))
+
+    monkeypatch.setattr(scipy.signal, "lfilter", broken)
+    slow = D._first_order_sums(p, r)
+    assert slow.dtype == ld and np.array_equal(slow, fast)
+    # ... and it is the recurrence: checked against a plain loop in the same precision
+    acc, ref = ld(0), []
+    for x in p[:50]:
+        acc = x + r * acc
+        ref.append(acc)
+    assert np.array_equal(fast[:50], np.array(ref, dtype=ld))

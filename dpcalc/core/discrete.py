@@ -261,13 +261,11 @@ class DGaussTable:
         within (3n + 2) u_ld of the sum it stands for (plus ``rel``, the masses' own). Cached per Δ."""
         cache = self.__dict__.setdefault("_q_cache", {})
         if sens not in cache:
-            from scipy.signal import lfilter
-
             ld = self.p.dtype
             r = np.exp(-ld.type(sens) / (ld.type(self.sigma) * ld.type(self.sigma)))
             if len(cache) >= 4:
                 cache.pop(next(iter(cache)))
-            cache[sens] = np.asarray(lfilter(np.ones(1, dtype=ld), np.array([1, -r], dtype=ld), self.p), dtype=ld)
+            cache[sens] = _first_order_sums(self.p, r)
         u = _ULD if EXTENDED else _U
         return cache[sens], (3 * self.p.size + 2) * u
 
@@ -834,3 +832,32 @@ def br_epsilon0_for_rho(rho):
             break
         e0 = np.where(bad, np.nextafter(e0, -np.inf), e0)
     return finish(e0, scalar=scalar)
+
+
+def _first_order_sums(p: np.ndarray, r) -> np.ndarray:
+    """S_i = p_i + r·S_{i−1} (S_{−1} = 0) in p's own precision (long double where the platform has it),
+    each step one multiplication and one addition, in order.
+
+    scipy's ``lfilter`` runs this recurrence in C; for long double it warns that the dtype is deprecated
+    (SciPy 1.15–1.16), so a SciPy that refuses it — or that returned another precision, which would void
+    the (3n + 2)·u_ld bound — is met by the same steps in a Python loop (the same values; slower)."""
+    import warnings
+
+    ld = p.dtype
+    try:
+        from scipy.signal import lfilter
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            out = lfilter(np.ones(1, dtype=ld), np.array([1, -r], dtype=ld), p)
+        if out.dtype == ld and out.shape == p.shape:
+            return out
+    except (TypeError, ValueError, NotImplementedError):
+        pass
+    out = np.empty(p.shape, dtype=ld)
+    acc = ld.type(0)
+    r = ld.type(r)
+    for i, x in enumerate(p):
+        acc = x + r * acc
+        out[i] = acc
+    return out
