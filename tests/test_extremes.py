@@ -160,3 +160,25 @@ def test_attack_reading_at_huge_sigma_is_near_the_diagonal():
     (row,) = _check_answer(r)["rows"]
     assert row["method"] == "via-dp-attack" and row["tpr_lower"] is None
     assert 0.01 <= row["tpr"] <= 0.01 + 1e-12 and row["advantage"] <= 1e-12
+
+
+def test_tens_of_millions_of_steps_keep_a_lower_end():
+    """Past about 5·10⁷ steps (beyond the issue's box, inside what the CLI accepts) the lower discretisation's
+    moves add up to more than ε, so its curve is read well below 0 — on a tilt chosen for 0 (λ = 11.1 at
+    q = 1e-4, σ = 1, 6·10⁷ steps, δ = 1e-8) the read made no claim and the answer was [0, 5.8793], warned
+    as wider than asked. The tilt is now chosen for the level read. References: prv-accountant 0.2 (eps_error
+    0.01, delta_error 1e-10) brackets that case in [5.866907, 5.890538] (estimate 5.878714); the GDP CLT
+    (approximate) gives 7.82791 at 10⁸ steps."""
+    import numpy as np
+
+    from dpcalc.core import gdp, sgd
+
+    r = sgd.tight_interval(1e-4, 1.0, 6 * 10**7, 1e-8)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert bool(r.met[0]) and lo > 5.8 and up - lo <= 1e-3 * up
+    assert lo <= 5.890538 and up >= 5.866907  # overlaps prv's certified bracket
+    r = sgd.tight_interval(1e-4, 1.0, 10**8, 1e-8)
+    lo8, up8 = float(r.lower[0]), float(r.upper[0])
+    mu = 1e-4 * np.sqrt(1e8 * np.expm1(1.0))
+    clt = float(gdp.epsilon(mu, 1e-8))
+    assert bool(r.met[0]) and abs(lo8 - clt) < 0.01 * clt and lo8 <= up8 < 7.86

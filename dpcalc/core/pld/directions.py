@@ -187,7 +187,9 @@ def _eps_dirs(
         gs = None if guess is None else np.broadcast_to(np.asarray(guess, float), delta.shape)
         # (A lower end of 0 or less says nothing about where the answer is: no fallback there.)
         fb = None if cut is None else np.where(np.broadcast_to(np.asarray(cut, float), delta.shape) > 0, cut, np.nan)
-        tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb)[0]
+        # (A lower end reads below ε by its steps' total move at most: the floor of its tilt's level.)
+        give0 = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
+        tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb, floor=min(-give0, 0.0))[0]
         if k > 0 and sign > 0 and cut is not None and _clearly_below(k, stats):
             # A direction whose Chernoff bound is already at most the mechanism's certified lower end
             # cannot be the maximum over directions: that bound is its (sound) upper end, no composition.
