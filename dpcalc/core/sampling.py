@@ -524,16 +524,22 @@ def user_level_rdp(rate: float, sigma: float, steps: int, examples_per_user: int
     from . import group, rdp
 
     k = int(examples_per_user)
-    span = group.rdp_span(k)
-    if k == 1:
-        orders = rdp.DEFAULT_ORDERS
-    else:
-        orders = 2.0 * span * np.concatenate([np.arange(1, 65, dtype=float), 2.0 ** np.arange(7, 12)])
+    orders = _user_level_orders(k)
     curve = int(steps) * rdp.subsampled_gaussian(orders, float(rate), float(sigma))
     o, r = group.rdp(orders, np.nextafter(curve, np.inf), k)
     d = _delta(delta)
     e, _ = rdp.epsilon_from_curve(o, r, d)
     return np.atleast_1d(np.asarray(e, float))
+
+
+def _user_level_orders(k: int) -> np.ndarray:
+    """The example-level orders :func:`user_level_rdp` takes for K examples per user: α = 2^{c+1}·m (m = 1 … 64,
+    128 … 2048; 2^c = :func:`.group.rdp_span` of K), all whole; K = 1 the default orders."""
+    from . import group, rdp
+
+    if k == 1:
+        return rdp.DEFAULT_ORDERS
+    return 2.0 * group.rdp_span(k) * np.concatenate([np.arange(1, 65, dtype=float), 2.0 ** np.arange(7, 12)])
 
 
 def user_level_rdp_rows(rate, sigma, steps, examples_per_user, delta) -> np.ndarray:
@@ -563,21 +569,19 @@ def user_level_rdp_rows(rate, sigma, steps, examples_per_user, delta) -> np.ndar
                 out[i] = user_level_rdp(q[i], s[i], t[i], 1, d[i])[0]
             continue
         span = group.rdp_span(int(kk))
-        orders = 2.0 * span * np.concatenate([np.arange(1, 65, dtype=float), 2.0 ** np.arange(7, 12)])
-        factor = 3.0 ** np.log2(span)  # (as group.rdp scales a curve)
         qs, ss, ts = q[rows], s[rows], t[rows].astype(float)
         log_d = np.log(d[rows])
         best = np.full(rows.size, np.inf)
         floor = np.zeros(rows.size)  # a lower bound on each run's group curve at the orders still to come
-        for a in orders:
+        for a in _user_level_orders(int(kk)):
             a_g = np.full(rows.size, a / span)
             with np.errstate(all="ignore"):
                 act = np.flatnonzero(~(rdp._eps_terms(a_g, floor, log_d) >= best))
             if act.size == 0:
                 continue
             curve = ts[act] * rdp._subsampled_gaussian(np.full(act.size, a), qs[act], ss[act])
-            r = np.nextafter(np.nextafter(curve, np.inf) * factor, np.inf)
-            best[act] = np.minimum(best[act], rdp._eps_terms(a_g[act], r, log_d[act]))
+            o, r = group.rdp(np.full(act.size, a), np.nextafter(curve, np.inf), int(kk))
+            best[act] = np.minimum(best[act], rdp._eps_terms(o, r, log_d[act]))
             floor[act] = np.where(r >= 0, r * (1 - 1e-9), 0.0)
         out[rows] = np.maximum(best, 0.0)
     return out

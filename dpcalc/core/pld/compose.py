@@ -304,31 +304,36 @@ def choose_tilts(
         x = np.where(ok[None, :], (total[None, :] - log_delta[:, None]) / ts[None, :], np.inf)
     eps_raw = np.min(x, axis=1)
     eps_g = np.maximum(eps_raw, 0.0)
-    given = np.zeros(log_delta.shape, dtype=bool)
+    usable = ok & np.isfinite(centre)
+    first_ok = int(np.flatnonzero(ok)[0])
+
+    def largest_below(level):
+        """Per δ, the index of the largest tilt whose centre is at most ``level`` (the first usable if none),
+        and whether any is."""
+        below = usable[None, :] & (centre[None, :] <= level[:, None])
+        last = ts.size - 1 - np.argmax(below[:, ::-1], axis=1)
+        return np.where(below.any(axis=1), last, first_ok), below
+
+    fixed = np.zeros(log_delta.shape, dtype=bool)  # levels a guess or the fallback set
     if guess is not None:
         g = np.broadcast_to(np.asarray(guess, float), log_delta.shape)
-        given = ~np.isnan(g)
-        eps_g = np.where(given, np.maximum(g, 0.0), eps_g)
-    usable = ok & np.isfinite(centre)
-    below = usable[None, :] & (centre[None, :] <= eps_g[:, None])
+        fixed = ~np.isnan(g)
+        eps_g = np.where(fixed, np.maximum(g, 0.0), eps_g)
+    i, below = largest_below(eps_g)
     if fallback is not None:
         fb = np.broadcast_to(np.asarray(fallback, float), log_delta.shape)
-        saturated = np.all(below | ~usable[None, :], axis=1) & ~given & np.isfinite(fb)
+        saturated = np.all(below | ~usable[None, :], axis=1) & ~fixed & np.isfinite(fb)
         if saturated.any():
             eps_g = np.where(saturated, np.maximum(fb, 0.0), eps_g)
-            below = usable[None, :] & (centre[None, :] <= eps_g[:, None])
-    last = ts.size - 1 - np.argmax(below[:, ::-1], axis=1)
-    i = np.where(below.any(axis=1), last, int(np.flatnonzero(ok)[0]))
+            fixed = fixed | saturated
+            i, _ = largest_below(eps_g)
     if floor < 0:
         low = np.maximum(eps_raw, floor)
         with np.errstate(invalid="ignore"):
-            # (Not where a guess or the fallback set the level.)
-            far = ~given & (eps_g == np.maximum(eps_raw, 0.0)) & (low < 0) & (ts[i] * (eps_g - low) > FAR_READ)
+            far = ~fixed & (low < 0) & (ts[i] * (eps_g - low) > FAR_READ)
         if far.any():
             eps_g = np.where(far, low, eps_g)
-            below = usable[None, :] & (centre[None, :] <= eps_g[:, None])
-            last = ts.size - 1 - np.argmax(below[:, ::-1], axis=1)
-            i = np.where(below.any(axis=1), last, int(np.flatnonzero(ok)[0]))
+            i, _ = largest_below(eps_g)
     return ts[i], total[i] - ts[i] * eps_g
 
 

@@ -188,8 +188,8 @@ def _eps_dirs(
         # (A lower end of 0 or less says nothing about where the answer is: no fallback there.)
         fb = None if cut is None else np.where(np.broadcast_to(np.asarray(cut, float), delta.shape) > 0, cut, np.nan)
         # (A lower end reads below ε by its steps' total move at most: the floor of its tilt's level.)
-        give0 = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
-        tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb, floor=min(-give0, 0.0))[0]
+        give = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
+        tilts = choose_tilts(parts, np.log(delta), gs, fallback=fb, floor=min(-give, 0.0))[0]
         if k > 0 and sign > 0 and cut is not None and _clearly_below(k, stats):
             # A direction whose Chernoff bound is already at most the mechanism's certified lower end
             # cannot be the maximum over directions: that bound is its (sound) upper end, no composition.
@@ -204,8 +204,7 @@ def _eps_dirs(
             # (or −s), or from the window's cut (a certified lower bound) on. (Not from the tilt's guess:
             # where the per-step loss has a heavy tail the Chernoff guess can be 20× the answer.)
             # A lower bound reads its curve at ε − s (the give-back of its moves, at most their total
-            # mean): its window starts that much lower, and its reads from −s on.
-            give = sum(t * d.move_mean for d, t in parts) if sign < 0 else 0.0
+            # mean): its window starts that much lower, and its reads from −s on (``give``, above).
             c_ = None
             if cut is not None:
                 c_v = float(np.min(np.broadcast_to(cut, delta.shape)[sel]))
