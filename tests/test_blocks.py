@@ -218,7 +218,82 @@ def test_a_discarded_lower_end_takes_no_blocks(monkeypatch):
     monkeypatch.setattr(E, "_by_blocks", boom)
     r = sgd.tight_interval(1e-4, 0.7, 10000, 1e-8, sampling="without-replacement")
     assert not r.met[0] and r.lower[0] < r.upper[0]
-    calls = []
-    monkeypatch.setattr(E, "_by_blocks", lambda mechs, d, lo, up, *a: calls.append(d) or (lo, up))
-    pld.epsilon([(subsampled_gaussian(1.2285240957060973e-06, 0.7851655522407585), 1246375)], 1.0525819199602743e-11)
-    assert calls  # (the same miss with its lower end used does try them)
+
+    # (A miss with its lower end used does try them: q = 1e-6, σ = 0.7, 10⁷ steps, δ = 1e-12, right after
+    # the split — stopped there.)
+    class Tried(Exception):
+        pass
+
+    def tried(*a, **k):
+        raise Tried
+
+    monkeypatch.setattr(E, "_by_blocks", tried)
+    with pytest.raises(Tried):
+        pld.epsilon([(subsampled_gaussian(1e-6, 0.7), 10**7)], 1e-12)
+
+
+def test_the_infinite_mass_of_sub_probability_parts_is_bounded_by_their_own_masses():
+    # A split's term composes sub-probability parts: a far-tail step of mass ι taken k times beside blocks
+    # that carry the tilted mass beyond their windows at +∞. Its infinite mass is Π(m + π)^T − Π m^T, about
+    # ι^k times 1 − Π(1 − π)^T — which the weight C(T, k) multiplied (q = 1e-6, σ = 0.7, 10⁷ steps: the
+    # three-jump term's upper δ was 4e-4 at every ε). Checked against exact rational arithmetic.
+    from fractions import Fraction
+
+    rng = np.random.default_rng(5)
+    h = 2.0**-10
+    block = D.Discrete(h, 0, 0.0, rng.random(300) * (0.999 / 150), 3e-20)
+    jump = D.Discrete(h, 500, 0.0, rng.random(40) * 1e-11 / 20, 0.0)
+    single = D.Discrete(h, 0, 0.0, rng.random(50) * (1.0 / 25), 0.0)
+    for parts in ([(block, 10), (jump, 1)], [(block, 10), (jump, 3), (single, 2)], [(block, 7)]):
+        exact_inf = Fraction(1)
+        exact_fin = Fraction(1)
+        old = 0.0
+        for d, t in parts:
+            m = sum(Fraction(float(x)) for x in d.p)
+            exact_inf *= (m + Fraction(d.p_inf)) ** t
+            exact_fin *= m**t
+            old += t * np.log1p(-d.p_inf)
+        exact = exact_inf - exact_fin
+        got = C._sub_infinite(parts)
+        assert Fraction(got) >= exact
+        assert got <= float(exact) * (1 + 1e-9)
+        assert got <= -np.expm1(old) * (1 + 1e-9)
+        cp = C.compose(parts, lam=2.0, eta=1e-20, upper=True)
+        assert cp.p_inf == min(got, cp.p_inf) and Fraction(cp.p_inf) >= exact
+    # Probability steps (no part short of 1): the formula for them, 1 − Π(1 − π)^T, as before.
+    whole = D.Discrete(h, 0, 0.0, np.full(4, (1 - 1e-9) / 4), 1e-9)
+    assert C._sub_infinite([(whole, 5)]) == np.inf
+    assert C.compose([(whole, 5)], lam=1.0, upper=True).p_inf == pytest.approx(-np.expm1(5 * np.log1p(-1e-9)))
+
+
+def test_lower_blocks_are_tilted_for_the_level_their_terms_are_read_at(monkeypatch):
+    # q = 1e-6, σ = 0.65, 10⁷ steps, δ = 1e-8 (the bulk carries δ): on one fit of the fine grid the steps'
+    # moves add up to 0.38, given back when the terms are read — 0.38 below the guess, where blocks tilted
+    # for the guess (λ ≈ 4,300) hold their masses below the round-off: the lower end found nothing. Tilted
+    # for the read's level it meets the width. (Both ends are certified: the old upper end, 0.0442699 on
+    # this grid, bounds the new lower one.)
+    mechs = [(subsampled_gaussian(1e-6, 0.65), 10**7)]
+    lo, up = R._by_blocks(mechs, 1e-8, 0.04415, 0.04433, 2.0**-21, 1e-3, 1e-4)
+    assert 0.04422 <= lo <= 0.0442699 and up - lo <= 1e-4
+    tilts = R._block_tilts
+    monkeypatch.setattr(R, "_block_tilts", lambda whole, sp, delta, guess, give=0.0: tilts(whole, sp, delta, guess))
+    lo2, _ = R._by_blocks(mechs, 1e-8, 0.04415, 0.04433, 2.0**-21, 1e-3, 1e-4)
+    assert lo2 < lo - 5e-5
+
+
+def test_blocks_for_the_terms_with_jumps_take_their_own_tilt(monkeypatch):
+    # q = 1e-6, σ = 0.7, 10⁷ steps, δ = 1e-12 (one far-tail step carries δ): blocks tilted for the bulk
+    # alone (λ ≈ 1000) read by the one-jump term near the bulk's centre gave an upper δ of 3e-8 — no upper
+    # end; tilted for that term (λ ≈ 42) they give 0.071504. References: the split without blocks on
+    # 2^-20 gave [0.07116, 0.07324], the engine before [0.05598, 0.09104] (each certified).
+    mechs = [(subsampled_gaussian(1e-6, 0.7), 10**7)]
+    lo, up = R._by_blocks(mechs, 1e-12, 0.0712, 0.0801, 2.0**-19, 1e-3, 1e-4)
+    assert 0.07141 <= lo and up <= 0.07151 and up - lo <= 1e-4
+    assert lo <= 0.07324 and up >= 0.07116
+
+    def bulk_tilt_only(whole, sp, delta, guess, give=0.0):
+        return [R._tilt_blocked(whole, sp, delta, guess)[1]]
+
+    monkeypatch.setattr(R, "_block_tilts", bulk_tilt_only)
+    _, up2 = R._by_blocks(mechs, 1e-12, 0.0712, 0.0801, 2.0**-19, 1e-3, 1e-4)
+    assert up2 > up + 1e-3

@@ -183,3 +183,18 @@ def test_tens_of_millions_of_steps_keep_a_lower_end():
     clt = float(gdp.epsilon(mu, 1e-8))
     assert bool(r.met[0]) and abs(lo8 - clt) < 0.01 * clt and lo8 <= up8 < 7.86
     assert lo8 <= 7.843779 and up8 >= 7.819119  # overlaps prv's certified bracket
+
+
+def test_small_rate_and_sigma_over_ten_million_steps_meet_the_width():
+    """q = 1e-6, σ = 0.7, 10⁷ steps, δ = 1e-12 (inside issue 11's box): one far-tail step carries δ and holds
+    the whole composition's tilt at about 58, the bulk's own being about 1000; the reads were drowned in
+    round-off and the answer [0.05598, 0.09104] missed the width. Now the split (each term tilted for
+    itself) gives the lower end and the blocks, tilted for the terms that read them, the upper one. The
+    old interval and the split's on 2^-20 without blocks, [0.07116, 0.07324], were certified: the new one
+    overlaps both. (prv-accountant runs out of memory here; dp-accounting answers 2.32.)"""
+    from dpcalc.core import sgd
+
+    r = sgd.tight_interval(1e-6, 0.7, 10**7, 1e-12)
+    lo, up = float(r.lower[0]), float(r.upper[0])
+    assert bool(r.met[0]) and up - lo <= 1e-4
+    assert 0.07116 <= up and lo <= 0.07324

@@ -171,6 +171,8 @@ def test_the_split_is_tried_only_where_far_tail_steps_carry_delta():
     mechs = [(subsampled_gaussian(0.001, 0.8), 100_000)]
     st = D.discretise_upper(mechs[0][0][0], 2.0**-14, 1e-20)
     assert not R._jumps_carry(J.split(st, 100_000, 1e-6), 1e-6, 2.9)
+    # (Nor does its far tail block the whole composition's tilt.)
+    assert not R._tilt_blocked(st, J.split(st, 100_000, 1e-6), 1e-6, 2.95)[0]
     # The corner's case: one step's far tail carries δ.
     mechs = [(subsampled_gaussian(1.14e-6, 0.635), 82922)]
     st = D.discretise_upper(mechs[0][0][0], 2.0**-16, 1e-30)
@@ -233,3 +235,18 @@ def test_a_bracket_the_split_does_not_settle_is_refined_as_before(monkeypatch):
     assert r.met[0] and usual.lower[0] <= r.upper[0] and r.lower[0] <= usual.upper[0]
     assert r.upper[0] - r.lower[0] <= usual.upper[0] - usual.lower[0]
     assert a.lower[0] <= r.lower[0] and r.upper[0] <= a.upper[0]
+
+
+def test_the_split_is_tried_where_the_far_tail_blocks_the_whole_compositions_tilt():
+    # q = 1e-6, σ = 0.7, 10⁷ steps, δ = 1e-12: the bulk's Chernoff bound still reaches δ/2 at the answer
+    # (about 0.0715), so the far-tail steps do not "carry" δ by that test — but they hold the whole
+    # composition's tilt at about 58 where the bulk's own is about 1000, and the whole's reads at ε ≈ 0.07
+    # were drowned in round-off: [0.056, 0.091], the width missed. The split, each term tilted for itself,
+    # and the blocks now answer it (tests/test_extremes.py has the whole answer).
+    mechs = [(subsampled_gaussian(1e-6, 0.7), 10**7)]
+    st = D.discretise_upper(mechs[0][0][0], 2.0**-18, 1e-24)
+    sp = J.split(st, 10**7, 1e-12)
+    assert not R._jumps_carry(sp, 1e-12, 0.07)
+    blocked, lam_bulk = R._tilt_blocked(st, sp, 1e-12, 0.07)
+    lam_whole = float(C.choose_tilts([(st, 10**7)], np.log([1e-12]), np.array([0.07]))[0][0])
+    assert blocked and lam_bulk >= 10 * lam_whole

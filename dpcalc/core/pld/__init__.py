@@ -45,7 +45,9 @@ stage:
   down, each block's rounding given back as a family of its own), the
   jumps' terms of :mod:`.jumps` then composed on the coarse grid: the
   coarse grid's errors come T/B times instead of T. Used for answers that
-  still miss their width after the split.
+  still miss their width after the split — and right after the first one
+  where the far tail blocks the whole composition's tilt (small q and σ,
+  millions of steps), with blocks tilted for the terms that read them.
 * :mod:`.query` — δ at ε and ε at δ from suffix sums taken relative to their
   own losses (nothing over- or underflows at ε in the thousands), each read
   checked against the curve it bounds; and a Chernoff bound on ε from the

@@ -276,7 +276,7 @@ FAR_READ = 5.0
 
 
 def choose_tilts(
-    parts: list[tuple[Discrete, int]], log_delta, guess=None, fallback=None, floor: float = 0.0
+    parts: list[tuple[Discrete, int]], log_delta, guess=None, fallback=None, floor: float = 0.0, signed: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`choose_tilt` for many levels δ at once (``guess``: None or one per δ, NaN for none): one
     log-MGF evaluation shared by all. Raises FloatingPointError where no tilt has a finite log-MGF (a
@@ -290,7 +290,8 @@ def choose_tilts(
     ``floor`` (<= 0): the lowest level a read can be at — for a lower end, −(its steps' total move), the
     give-back it reads below ε. The level is the Chernoff bound clipped at 0; where that bound is below 0
     and the read's level, max(bound, floor), lies more than FAR_READ/λ below 0, the tilt is chosen for
-    the read's level instead. (Tens of millions of steps move a lower discretisation down by more than ε:
+    the read's level instead. ``signed``: a guess below 0 is taken as it is (a lower end read below 0 by
+    the moves it gives back), not as 0. (Tens of millions of steps move a lower discretisation down by more than ε:
     at q = 1e-4, σ = 1, 6·10⁷ steps, δ = 1e-8 the read was at about −2.1 on a tilt chosen for 0, λ = 11.1,
     and made no claim. Any tilt gives sound bounds; this one puts the read near its centre.)"""
     log_delta = np.atleast_1d(np.asarray(log_delta, float))
@@ -318,7 +319,7 @@ def choose_tilts(
     if guess is not None:
         g = np.broadcast_to(np.asarray(guess, float), log_delta.shape)
         fixed = ~np.isnan(g)
-        eps_g = np.where(fixed, np.maximum(g, 0.0), eps_g)
+        eps_g = np.where(fixed, g if signed else np.maximum(g, 0.0), eps_g)
     i, below = largest_below(eps_g)
     if fallback is not None:
         fb = np.broadcast_to(np.asarray(fallback, float), log_delta.shape)
@@ -393,6 +394,42 @@ def forget_plans() -> None:
             sfft.irfft(sfft.rfft(np.zeros(n, dtype=dt)), n)
 
 
+#: :func:`_sub_infinite` applies where some part's finite mass plus its P[L = ∞] falls short of 1 by this much.
+SUB_PROBABILITY = 1e-6
+
+
+def _sub_infinite(parts: list[tuple[Discrete, int]]) -> float:
+    """An upper bound on the infinite mass of the composition of sub-probability parts: with finite
+    masses m_j and infinite masses π_j, Π(m_j + π_j)^{T_j} − Π m_j^{T_j} = Π m_j^{T_j}·(Π(1 + π_j/m_j)^{T_j}
+    − 1), which rises with every m_j and π_j, so m_j's upper bound (its sum, rounded up) is used. For
+    probability steps it is 1 − Π(1 − π_j)^{T_j}, the formula above; for the terms of a split (a
+    far-tail step of mass ι taken k times, blocks carrying the tilted mass beyond their windows at +∞,
+    :mod:`.blocks`) it is about ι^k times that — which the weight C(T, k) of a term would otherwise
+    multiply. +inf where no part falls short of 1 by SUB_PROBABILITY (nothing to gain) or a mass is 0."""
+    log_m = log_r = err = 0.0
+    short = False
+    for d, t in parts:
+        m = float(np.sum(d.p)) * (1 + (d.p.size + 4) * _U)
+        if not m > 0:
+            return np.inf
+        short = short or m + d.p_inf < 1 - SUB_PROBABILITY
+        lm = float(np.log(m))
+        log_m += t * lm
+        err += t * (abs(lm) + 1.0)
+        log_r += t * float(np.log1p(d.p_inf / m))
+    if not short:
+        return np.inf
+    # Each log within u of 1 plus 2u of itself, each product t·(·) and sum within u of itself: Σ T_j log m_j
+    # is off by at most 4u·Σ T_j(|log m_j| + 1); Σ T_j log1p(π_j/m_j), of positive terms, by (4 + parts)·u
+    # relative. exp and expm1 add 2u each.
+    n = len(parts) + 4
+    a = log_m + 4 * _U * (err + n)
+    b = log_r * (1 + 4 * n * _U) + 1e-300
+    with np.errstate(over="ignore"):
+        out = float(np.exp(a) * np.expm1(b)) * (1 + 8 * _U)
+    return out if np.isfinite(out) else np.inf
+
+
 def compose(
     parts: list[tuple[Discrete, int]],
     lam: float,
@@ -420,7 +457,8 @@ def compose(
     window.
 
     P[L = ∞] of the composition, 1 − Π(1 − p_j)^{T_j}, is formed as
-    −expm1(Σ T_j log1p(−p_j)) and rounded up (``upper``) or down.
+    −expm1(Σ T_j log1p(−p_j)) and rounded up (``upper``) or down; an upper composition of
+    sub-probability parts takes the smaller bound of :func:`_sub_infinite` where that is smaller.
 
     ``pow2``: a transform length that is a power of two (at most twice the window) — for runs of
     many long-double compositions of different sizes, whose transform plans the FFT library keeps
@@ -563,6 +601,8 @@ def compose(
     np.maximum(p, 0.0, out=p)  # ... less its negative round-off
     p_inf = float(-np.expm1(log_keep))
     p_inf = min(p_inf * (1 + 8 * _U * (1 + len(parts))), 1.0) if upper else p_inf * (1 - 8 * _U * (1 + len(parts)))
+    if upper and p_inf > 0:
+        p_inf = min(p_inf, _sub_infinite(parts))
     return Composed(
         h,
         start + shift,

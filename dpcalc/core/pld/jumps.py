@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .compose import FULL, choose_tilts, compose, parts_log_mgf
+from .compose import FAR_READ, FULL, choose_tilts, compose, parts_log_mgf
 from .discretise import Discrete
 from .errors import LOWER_ETA, lower_shift
 from .query import Reader
@@ -167,7 +167,8 @@ def terms(
 ) -> Terms:
     """Compose each term k < TERMS (those with a tail to draw from), tilted to centre at ``guess``.
     ``blocked``: the split's bulk in blocks on a coarser grid (:class:`.blocks.Bulk`), the jumps moved
-    onto it; a lower term then gives back three families of moves, at a third of its η each.
+    onto it; a lower term then gives back three families of moves, at a third of its η each. A tuple of
+    them (blocks of one bulk composed with other tilts): term k takes the k-th, the last for the rest.
     ``grid``: each term's curve is read at these ε once and its composition dropped (the terms of a
     large composition need not be held together); :func:`epsilon_bounds` then answers on the grid.
     ``cut`` (with ``grid``, whose points must be at or above it): a certified lower bound on ε — each
@@ -179,8 +180,9 @@ def terms(
     items = []
     for k in range(min(kmax, T + 1)):
         if blocked is not None:
-            parts = blocked.parts(T - k) + ([(blocked.jump, k)] if k > 0 else [])
-            families = blocked.families(T - k)
+            bk = blocked[min(k, len(blocked) - 1)] if isinstance(blocked, tuple) else blocked
+            parts = bk.parts(T - k) + ([(bk.jump, k)] if k > 0 else [])
+            families = bk.families(T - k)
         else:
             parts = [(x, t) for x, t in ((sp.b, T - k), (sp.j, k)) if t > 0]
             families = []
@@ -189,6 +191,11 @@ def terms(
         log_c = math.log(math.comb(T, k))
         lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
         give = 0.0 if upper else sum(t * x.move_mean for x, t in parts) + sum(f[0] for f in families)
+        if lam * give > FAR_READ:
+            # A lower term is read at ε less the moves it gives back: more than FAR_READ e-folds of the tilt
+            # below the guess, the tilt is chosen for the read's level (q = 1e-6, σ = 0.65, 10⁷ steps,
+            # δ = 1e-8: moves of 0.38 in all, read ~380 e-folds below a tilt for the guess, in round-off).
+            lam = float(choose_tilts(parts, np.log([delta]), [guess - give], signed=True)[0][0])
         level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
         eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
         kw = {}
