@@ -199,7 +199,8 @@ def render_page(name: str) -> str:
             _esc(
                 "Numeric options that make sense as a sweep accept a grid: a list a,b,c, a range START:STOP:N "
                 "(N evenly spaced points) or START:STOP:N:log (evenly spaced in log scale). Several grids give every "
-                "combination, one row each (at most 10,000 points per option and 100,000 rows)."
+                "combination, one row each (at most 10,000 points per option and 100,000 combinations; convert "
+                "prints a row per method for each)."
             ),
         ]
         body += [

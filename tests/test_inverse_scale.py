@@ -74,6 +74,17 @@ def test_sigma_search_reports_the_edge_of_what_pld_can_account():
     assert rdp["found"] and rdp["noise_multiplier"] < r["noise_multiplier"]  # RDP goes on below PLD's edge
 
 
+def test_a_next_value_only_the_fallback_accounts_is_the_edge():
+    # q = 0.001, 1000 steps, target ε = 10⁶: PLD meets it with 125,221 at σ = 0.0056576, and cannot account
+    # σ/(1 + 10⁻³), where RDP's fallback says 1.56·10⁷. That "miss" says nothing about where the optimum is
+    # (ε there is about 125,000 too): the answer is the edge, not found. (It said "optimal".)
+    d = doc("plan-sgd --rate 0.001 --steps 1000 --delta 1e-5 --target-epsilon 1e6")
+    (r,) = d["rows"]
+    assert r["method"] == "pld" and r["epsilon"] <= 1e6 < r["epsilon_next"]
+    assert not r["found"] and r["search"] == "edge"
+    assert any("only by RDP's looser fallback" in n for n in d["notes"])
+
+
 def test_tiny_target_that_no_sigma_meets():
     # δ = 1e-40 is below the total variation bound even at σ = 1e12 (q·√(T/2)/σ = 3.6e-13), and below the PLD
     # engine's range: RDP, whose orders end, reaches no ε as small as 1e-6 there.

@@ -769,7 +769,7 @@ def _inverse(v: dict) -> int:
         }[solve]
         + f"). {tol}. The answer is re-checked with the bound that reports its ε (found: both sides checked); "
         "otherwise the search column says why not (none: not met in the range; edge: the next value cannot be "
-        "accounted; range-end: met at the end of the range)."
+        "accounted, or only by RDP's looser fallback; range-end: met at the end of the range)."
     )
     if any(r["search"] == sgd.BRACKETED for r in rows):
         notes.append(

@@ -181,6 +181,7 @@ def _epsilon(
         a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start, a.bracket)
         miss = missing(a)
     blocks_help = lower_used and len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES
+    blocked_early = np.zeros(delta.shape, dtype=bool)  # rows the blocks took right after the split
     if blocks_help and a.h_start > 0 and miss.any() and _narrow(mechs, a):
         # Where the far tail blocks the whole composition's tilt (:func:`.retries._far_tail_blocks`: small q
         # and σ, millions of steps), the split has the lower end and the blocks, each term tilted for
@@ -192,6 +193,7 @@ def _epsilon(
         for i in np.flatnonzero(miss):
             if not _far_tail_blocks(mechs, float(delta[i]), a.h_start, 0.5 * (lo[i] + up[i])):
                 continue
+            blocked_early[i] = True
             for h_b in a.h_start / 2.0 ** np.arange(EARLY_BLOCK_GRIDS):
                 lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h_b, rel, abs_)
                 if within(lo[i], up[i], rel, abs_):
@@ -224,7 +226,9 @@ def _epsilon(
     h = min(a.h_upper, b.h_upper, a.h_lower, b.h_lower)
     met = within(lo, up, rel, abs_)
     if _jumps_apply(mechs):
-        for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up)):
+        # (Not again for rows the blocks took after the first split: the split on a finer grid is no
+        # narrower than they were; the blocks below, on the finest grid, follow.)
+        for i in np.flatnonzero(~met & np.isfinite(lo) & np.isfinite(up) & ~blocked_early):
             lo[i], up[i] = _by_jumps(mechs, float(delta[i]), float(lo[i]), float(up[i]), h, rel, abs_)
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
