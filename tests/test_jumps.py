@@ -250,3 +250,37 @@ def test_the_split_is_tried_where_the_far_tail_blocks_the_whole_compositions_til
     blocked, lam_bulk = R._tilt_blocked(st, sp, 1e-12, 0.07)
     lam_whole = float(C.choose_tilts([(st, 10**7)], np.log([1e-12]), np.array([0.07]))[0][0])
     assert blocked and lam_bulk >= 10 * lam_whole
+
+
+def test_a_signed_tilt_is_chosen_for_a_level_below_zero():
+    # A lower term read below its guess by the moves it gives back takes a tilt for that level, which may be
+    # negative: the largest tilt whose centre is at most it (positive and finite), not a tilt for 0.
+    st = D.discretise_lower(subsampled_gaussian(1e-4, 0.7)[0], 2.0**-16, 1e-20, times=10**5)
+    parts = [(st, 10**5)]
+    mean = 10**5 * float(np.dot(st.p, st.losses()))
+    ld = np.log([1e-9])
+    assert mean < 0  # (the moves, about 0.05 in all, outweigh the steps' loss)
+    for level in (mean / 2, mean / 4):
+        lam = float(C.choose_tilts(parts, ld, np.array([level]), signed=True)[0][0])
+        lam0 = float(C.choose_tilts(parts, ld, np.array([level]))[0][0])
+        assert 0 < lam < np.inf and lam < lam0  # (unsigned: the level is taken as 0, above it)
+        _, centre = C.parts_log_mgf(parts, np.array([lam]), with_mean=True)
+        assert centre[0] <= level
+
+
+def test_a_split_taken_for_a_blocked_tilt_reads_one_lower_grid(monkeypatch):
+    # Taken only because the far tail blocks the tilt (the bulk carries δ), halving the lower end's grid
+    # would not help it: the split reads the lower end on the grid given, however many halvings are asked.
+    mechs = [(subsampled_gaussian(1e-6, 0.7), 10**7)]
+    grids = []
+    one = R._discretise_one
+
+    def counted(d, h, kind, *a, **k):
+        if kind == "lower":
+            grids.append(h)
+        return one(d, h, kind, *a, **k)
+
+    monkeypatch.setattr(R, "_discretise_one", counted)
+    h = 2.0**-18
+    lo, up = R._by_jumps(mechs, 1e-12, 0.0359, 0.341, h, 1e-3, 1e-4, halvings=4)
+    assert grids == [h] and 0.0359 <= lo <= up <= 0.341 and up < 0.09

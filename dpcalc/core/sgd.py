@@ -764,7 +764,8 @@ STEPS_RTOL = {"pld": 1e-3, "best": 1e-3, "rdp": 0.0, "gdp-clt": 0.0}
 #: Outcomes of an inverse search, per row (``Solution.status``).
 OPTIMAL = "optimal"  # the next value toward more loss was evaluated and misses the target
 RANGE_END = "range-end"  # the target is met at the end of the searched range (σ floor, MAX_STEPS, B = N)
-EDGE = "edge"  # the next value toward more loss cannot be accounted (its bound overflows / does not fit)
+EDGE = "edge"  # the next value toward more loss cannot be accounted (its bound overflows / does not fit), or only
+# by RDP's fallback where the answer's own bound is another (its "miss" says nothing about the optimum)
 NONE = "none"  # not met anywhere in the range (even at SIGMA_MAX, one step, a batch of one)
 BRACKETED = "bracketed"  # between two searched targets of a large grid (see _bracket_targets)
 

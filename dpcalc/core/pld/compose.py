@@ -405,7 +405,10 @@ def _sub_infinite(parts: list[tuple[Discrete, int]]) -> float:
     probability steps it is 1 − Π(1 − π_j)^{T_j}, the formula above; for the terms of a split (a
     far-tail step of mass ι taken k times, blocks carrying the tilted mass beyond their windows at +∞,
     :mod:`.blocks`) it is about ι^k times that — which the weight C(T, k) of a term would otherwise
-    multiply. +inf where no part falls short of 1 by SUB_PROBABILITY (nothing to gain) or a mass is 0."""
+    multiply. +inf where no part falls short of 1 by SUB_PROBABILITY (nothing to gain) or a mass is 0.
+    (A lower composition keeps 1 − Π(1 − π_j)^{T_j}: its parts are the true steps' dominated forms, whose
+    own finite masses are 1 − π_j whatever mass the discretisation dropped; the parts of a split, which
+    are not, carry π = 0 and their terms' infinite paths separately, :func:`.jumps.terms`.)"""
     log_m = log_r = err = 0.0
     short = False
     for d, t in parts:

@@ -85,6 +85,12 @@ class Answer:
 UPPER_STALL = 0.02
 
 
+#: Grids the blocks try right after the split where the far tail blocks the tilt: the starting grid and halvings ...
+EARLY_BLOCK_GRIDS = 4
+#: ... and the halvings of the split's lower end before them (JUMP_HALVINGS_FIRST otherwise).
+EARLY_SPLIT_HALVINGS = 1
+
+
 def epsilon(
     mechs,
     delta,
@@ -143,8 +149,9 @@ def _epsilon(
 ) -> Answer:
     """:func:`_once`; where that misses the width (and a δ-answer was asked for): for T releases of one
     step the split (:func:`.retries._by_jumps`) on the starting grid, and where its far tail blocks the
-    whole composition's tilt (:func:`.retries._far_tail_blocks`) the blocks (:func:`.retries._by_blocks`)
-    on that grid and up to EARLY_BLOCK_GRIDS − 1 halvings of it; where a first answer that was only the
+    whole composition's tilt (:func:`.retries._far_tail_blocks`; the split's lower end then halved at most
+    EARLY_SPLIT_HALVINGS times) the blocks (:func:`.retries._by_blocks`) on that grid and up to
+    EARLY_BLOCK_GRIDS − 1 halvings of it; where a first answer that was only the
     split's bracket (:func:`_once`'s ``jumps_first``) is still not settled, :func:`_once` without it;
     then :func:`_once` again for the δ still missing with the steps' grids cut at RETRY_TAIL_SHARE of
     δ, the split on the finest grid, and the blocks. Every stage's certified interval is intersected
@@ -158,11 +165,21 @@ def _epsilon(
     miss = missing(a)
     if upper_only or h0 is not None or not (miss.any() or a.bracket):
         return a
+    blocks_help = lower_used and len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES
+    # Rows whose far tail blocks the whole composition's tilt (:func:`.retries._far_tail_blocks`: small q and
+    # σ, millions of steps) take the blocks right after the split.
+    blocked_early = np.zeros(delta.shape, dtype=bool)
+    if blocks_help and _jumps_apply(mechs) and a.h_start > 0 and miss.any() and _narrow(mechs, a):
+        for i in np.flatnonzero(miss):
+            mid = 0.5 * (float(a.lower[i]) + float(a.upper[i]))
+            blocked_early[i] = _far_tail_blocks(mechs, float(delta[i]), a.h_start, mid)
     if _jumps_apply(mechs) and a.h_start > 0 and miss.any():
         # Where far-tail steps carry δ (small q, tiny δ) the split narrows what the refinements could not,
         # on the answer's starting grid (seconds, where the retry below and the split on its finest
         # grid took 10–15: q = 1e-6, σ = 0.5, 100 steps, δ = 1e-12); where it does not meet the width,
-        # its ends (each a bound) carry on into the retry.
+        # its ends (each a bound) carry on into the retry. (Its lower end halved once at most for rows the
+        # blocks take next: they narrow both ends, where the halvings narrow only the lower one — q =
+        # 1.94e-6, σ = 0.511, 3.7·10⁶ steps, δ = 2.3e-7 spent 15 s and 1.5 GB on four.)
         lo, up = a.lower.copy(), a.upper.copy()
         h_fine = min(a.h_start, UPPER_H) if fine_upper else a.h_start  # the usual upper end's grid
         for i in np.flatnonzero(miss):
@@ -175,25 +192,18 @@ def _epsilon(
                 rel,
                 abs_,
                 h_up=h_fine,
-                halvings=JUMP_HALVINGS_FIRST,
+                halvings=EARLY_SPLIT_HALVINGS if blocked_early[i] else JUMP_HALVINGS_FIRST,
             )
         lo, up = consistent(lo, up)
         a = Answer(lo, up, a.h_upper, a.h_lower, within(lo, up, rel, abs_), a.h_start, a.bracket)
         miss = missing(a)
-    blocks_help = lower_used and len(mechs) == 1 and BLOCK_COUNT * BLOCK_MIN <= mechs[0][1] <= JUMPS_MAX_TIMES
-    blocked_early = np.zeros(delta.shape, dtype=bool)  # rows the blocks took right after the split
-    if blocks_help and a.h_start > 0 and miss.any() and _narrow(mechs, a):
-        # Where the far tail blocks the whole composition's tilt (:func:`.retries._far_tail_blocks`: small q
-        # and σ, millions of steps), the split has the lower end and the blocks, each term tilted for
-        # itself, the upper one — on the starting grid, then up to EARLY_BLOCK_GRIDS − 1 halvings until the
-        # width is met (q = 1e-6, σ = 0.7, 10⁷ steps, δ = 1e-12: [0.071437, 0.0801] after the split, met at
-        # [0.071443, 0.071504] in 4 s, where the refinements, the split on the finest grid and then the
-        # blocks took 18 s).
+    if np.any(blocked_early & miss):
+        # The split has the lower end and the blocks, each term tilted for itself, the upper one — on the
+        # starting grid, then up to EARLY_BLOCK_GRIDS − 1 halvings until the width is met (q = 1e-6, σ = 0.7,
+        # 10⁷ steps, δ = 1e-12: [0.071437, 0.0801] after the split, met at [0.071443, 0.071504] in 4 s, where
+        # the refinements, the split on the finest grid and then the blocks took 18 s).
         lo, up = a.lower.copy(), a.upper.copy()
-        for i in np.flatnonzero(miss):
-            if not _far_tail_blocks(mechs, float(delta[i]), a.h_start, 0.5 * (lo[i] + up[i])):
-                continue
-            blocked_early[i] = True
+        for i in np.flatnonzero(blocked_early & miss):
             for h_b in a.h_start / 2.0 ** np.arange(EARLY_BLOCK_GRIDS):
                 lo[i], up[i] = _by_blocks(mechs, float(delta[i]), float(lo[i]), float(up[i]), h_b, rel, abs_)
                 if within(lo[i], up[i], rel, abs_):
@@ -238,10 +248,6 @@ def _epsilon(
         lo, up = consistent(lo, up)
         met = within(lo, up, rel, abs_)
     return Answer(lo, up, min(a.h_upper, b.h_upper), min(a.h_lower, b.h_lower), met)
-
-
-#: Grids the blocks try right after the split where the far tail blocks the tilt: the starting grid and halvings.
-EARLY_BLOCK_GRIDS = 4
 
 
 def _once(
