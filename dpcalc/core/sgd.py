@@ -1115,7 +1115,7 @@ def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow, in
     # could account it and the answer's own bound is another: σ = 0.0056576 at q = 0.001, 1000 steps, a
     # target ε of 10⁶ met with 125,221 by PLD, and σ/(1 + 10⁻³) "missed" with RDP's 1.56·10⁷ — the engine
     # cannot say how far below the answer lies. Like a next value nothing accounts: the edge.
-    fallback = np.array([mb == "rdp" and mo != "rdp" for mb, mo in zip(m_bad, m_ok)], dtype=bool)
+    fallback = (np.asarray(m_bad, dtype=object) == "rdp") & (np.asarray(m_ok, dtype=object) != "rdp")
     status[np.isfinite(ok) & np.isfinite(bad) & (~np.isfinite(e_bad) | fallback)] = EDGE
     return ok, e_ok, m_ok, bad, e_bad, status
 

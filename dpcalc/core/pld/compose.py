@@ -290,10 +290,12 @@ def choose_tilts(
     ``floor`` (<= 0): the lowest level a read can be at — for a lower end, −(its steps' total move), the
     give-back it reads below ε. The level is the Chernoff bound clipped at 0; where that bound is below 0
     and the read's level, max(bound, floor), lies more than FAR_READ/λ below 0, the tilt is chosen for
-    the read's level instead. ``signed``: a guess below 0 is taken as it is (a lower end read below 0 by
-    the moves it gives back), not as 0. (Tens of millions of steps move a lower discretisation down by more than ε:
+    the read's level instead. (Tens of millions of steps move a lower discretisation down by more than ε:
     at q = 1e-4, σ = 1, 6·10⁷ steps, δ = 1e-8 the read was at about −2.1 on a tilt chosen for 0, λ = 11.1,
-    and made no claim. Any tilt gives sound bounds; this one puts the read near its centre.)"""
+    and made no claim. Any tilt gives sound bounds; this one puts the read near its centre.)
+
+    ``signed``: a guess below 0 is taken as it is (a lower end read below 0 by the moves it gives back,
+    :func:`.jumps.read_tilt`), not as 0."""
     log_delta = np.atleast_1d(np.asarray(log_delta, float))
     s = spread(parts)
     ts = 2.0 ** (_TILT_STEPS / 2.0) / s

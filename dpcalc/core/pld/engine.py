@@ -169,7 +169,7 @@ def _epsilon(
     # Rows whose far tail blocks the whole composition's tilt (:func:`.retries._far_tail_blocks`: small q and
     # σ, millions of steps) take the blocks right after the split.
     blocked_early = np.zeros(delta.shape, dtype=bool)
-    if blocks_help and _jumps_apply(mechs) and a.h_start > 0 and miss.any() and _narrow(mechs, a):
+    if blocks_help and a.h_start > 0 and miss.any() and _narrow(mechs, a):  # (blocks_help: the split applies)
         for i in np.flatnonzero(miss):
             mid = 0.5 * (float(a.lower[i]) + float(a.upper[i]))
             blocked_early[i] = _far_tail_blocks(mechs, float(delta[i]), a.h_start, mid)

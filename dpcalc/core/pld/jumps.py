@@ -155,6 +155,20 @@ class Terms:
     grid: np.ndarray | None = None
 
 
+def read_tilt(parts, delta: float, guess: float, give: float = 0.0, lam: float | None = None) -> float:
+    """The tilt for composing ``parts`` read at level δ near ``guess`` (:func:`.compose.choose_tilts`; ``lam``:
+    that tilt if already known). A lower composition is read at ε less the moves it gives back (``give``):
+    where that lies more than FAR_READ e-folds of the tilt below the guess, the tilt is chosen for the
+    read's level instead, below 0 if need be (q = 1e-6, σ = 0.65, 10⁷ steps, δ = 1e-8: moves of 0.38 in all,
+    read ~380 e-folds below a tilt for the guess, in round-off)."""
+    ld = np.log([delta])
+    if lam is None:
+        lam = float(choose_tilts(parts, ld, [max(guess, 0.0)])[0][0])
+    if lam * give > FAR_READ:
+        lam = float(choose_tilts(parts, ld, [guess - give], signed=True)[0][0])
+    return lam
+
+
 def terms(
     sp: Split,
     delta: float,
@@ -189,13 +203,8 @@ def terms(
         if any(x is None or not np.any(x.p > 0) for x, _ in parts):
             continue  # a part with no mass taken t > 0 times: the term is the zero measure
         log_c = math.log(math.comb(T, k))
-        lam = float(choose_tilts(parts, np.log([delta]), [max(guess, 0.0)])[0][0])
         give = 0.0 if upper else sum(t * x.move_mean for x, t in parts) + sum(f[0] for f in families)
-        if lam * give > FAR_READ:
-            # A lower term is read at ε less the moves it gives back: more than FAR_READ e-folds of the tilt
-            # below the guess, the tilt is chosen for the read's level (q = 1e-6, σ = 0.65, 10⁷ steps,
-            # δ = 1e-8: moves of 0.38 in all, read ~380 e-folds below a tilt for the guess, in round-off).
-            lam = float(choose_tilts(parts, np.log([delta]), [guess - give], signed=True)[0][0])
+        lam = read_tilt(parts, delta, guess, give)
         level = float(parts_log_mgf(parts, [lam])[0]) + log_c + lam * give
         eta = float(np.clip(1e-10 * delta / TERMS * np.exp(np.clip(-level, -700.0, 700.0)), 1e-300, 1e-10))
         kw = {}

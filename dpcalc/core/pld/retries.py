@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import blocks, jumps
-from .compose import FAR_READ, FULL, choose_tilts, parts_log_mgf
+from .compose import FULL, choose_tilts, parts_log_mgf
 from .directions import _EXTENDED, _discretise_one, _eps_dirs
 from .discretise import WIDEST_BIN
 from .sizing import RETRY_TAIL_SHARE, _step_std, _tail_for, within
@@ -235,16 +235,10 @@ def _block_tilts(whole, sp, delta: float, guess: float, give: float = 0.0) -> li
     the read's level (σ = 0.65, δ = 1e-8: moves of 0.38 in all on one fit of the fine grid, and the
     bulk's tilt for the guess, 4,300, left its term's lower δ 14 % short)."""
     blocked, lam = _tilt_blocked(whole, sp, delta, guess)
-    ld = np.log([delta])
-    if give > 0 and lam * give > FAR_READ:
-        lam = float(choose_tilts([(sp.b, sp.times)], ld, np.array([guess - give]), signed=True)[0][0])
+    lam = jumps.read_tilt([(sp.b, sp.times)], delta, guess, give, lam)
     if not blocked:
         return [lam]
-    parts = [(sp.b, sp.times - 1), (sp.j, 1)]
-    lam1 = float(choose_tilts(parts, ld, np.array([max(guess, 0.0)]))[0][0])
-    if give > 0 and lam1 * give > FAR_READ:
-        lam1 = float(choose_tilts(parts, ld, np.array([guess - give]), signed=True)[0][0])
-    return [lam, lam1]
+    return [lam, jumps.read_tilt([(sp.b, sp.times - 1), (sp.j, 1)], delta, guess, give)]
 
 
 def _by_blocks(mechs, delta: float, lo: float, up: float, h: float, rel: float, abs_: float) -> tuple[float, float]:
