@@ -402,14 +402,24 @@ def _rdp_epsilon(parts: Sequence[Part], delta: float) -> tuple[float, float]:
 _RDP_MEMO: dict = {}
 
 
+def _rdp_epsilons(parts: Sequence[Part], deltas: np.ndarray) -> list[tuple[float, float]]:
+    """:func:`_rdp_epsilon` at each δ: one vectorised search for all of them (one δ: the memo's)."""
+    if deltas.size == 1:
+        return [_rdp_epsilon(parts, float(deltas[0]))]
+    e, a = _rdp_search_many(parts, deltas)
+    return [(float(x), float(y)) for x, y in zip(e, a)]
+
+
 def _rdp_search(parts: Sequence[Part], delta: float) -> tuple[float, float]:
-    fn = _RDPSum(parts)
-    d = np.array([delta])
-    if fn.orders is None:
-        e, a = _rdp.optimal_epsilon(fn, d)
-    else:
-        e, a = _rdp.optimal_epsilon(fn, d, orders=fn.orders, refine_steps=0, extend=False)
+    e, a = _rdp_search_many(parts, np.array([delta]))
     return float(e[0]), float(a[0])
+
+
+def _rdp_search_many(parts: Sequence[Part], d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    fn = _RDPSum(parts)
+    if fn.orders is None:
+        return _rdp.optimal_epsilon(fn, d)
+    return _rdp.optimal_epsilon(fn, d, orders=fn.orders, refine_steps=0, extend=False)
 
 
 @dataclass(frozen=True)
@@ -516,57 +526,110 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     k-fold self-composition, and the engine multiplies one transform (raised to its k) per distinct
     part, however many releases there are.
     """
+    return pld_totals(parts, [delta], width)[0]
+
+
+#: The errors with which the PLD engine declines a reading (beyond what its grids represent): the other
+#: methods answer.
+_PLD_FAILURES = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
+
+
+def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[Total | None]:
+    """:func:`pld_total` at each δ of ``deltas``, from one reading of the engine where it can: an ε(δ) curve
+    shares its compositions (one per tilt), so a grid of a thousand δ costs about what a few do. Where the
+    reading of all fails (a grid the smallest δ needs does not fit), the largest δ alone, then each half in
+    turn, as plan-sgd does. A balls-in-bins epoch's construction depends on δ: each δ is read on its own."""
     from dpcalc.core import pld, sgd
 
+    deltas = [float(d) for d in np.atleast_1d(np.asarray(deltas, float))]
+    out: list[Total | None] = [None] * len(deltas)
     if not parts or any(p.kind not in PLD_KINDS for p in parts) or all(p.kind == "gauss" for p in parts):
-        return None
+        return out
     parts = group_parts(parts)
+    if len(deltas) > 1 and any(p.kind == "ragauss" for p in parts):
+        return [pld_totals(parts, [d], width)[0] for d in deltas]
     kw = {} if width is None else {"rel": width, "abs_": width / 10}  # the engine's width, for every route
+    d_all = np.array(deltas)
     one_run = len(parts) == 1 and parts[0].kind in ("sgauss", "wgauss")
     if one_run and (parts[0].times == 1 or parts[0].rate >= 1 or parts[0].kind == "wgauss"):
         # The exact routes (one step, or every record sampled), and one run sampled without replacement
         # (its lower end from datasets that realise it, see sgd.tight_interval).
         p = parts[0]
         sampling = "poisson" if p.kind == "sgauss" else "without-replacement"
-        t = sgd.tight_interval(p.rate, p.sigma, p.times, delta, sampling, **kw)
-        if not np.isfinite(t.upper[0]):
-            return None
-        low = float(t.lower[0]) if np.isfinite(t.lower[0]) else None
-        return Total(str(t.method[0]), str(t.bound[0]), float(t.upper[0]), delta, epsilon_lower=low, met=bool(t.met[0]))
-    if delta < pld.MIN_DELTA:
-        return None
+        t = sgd.tight_interval(p.rate, p.sigma, p.times, d_all, sampling, **kw)
+        for i, d in enumerate(deltas):
+            if np.isfinite(t.upper[i]):
+                low = float(t.lower[i]) if np.isfinite(t.lower[i]) else None
+                method, bound, up = str(t.method[i]), str(t.bound[i]), float(t.upper[i])
+                out[i] = Total(method, bound, up, d, epsilon_lower=low, met=bool(t.met[i]))
+        return out
+    rows = np.flatnonzero(d_all >= pld.MIN_DELTA)
+    if rows.size == 0:
+        return out
     if len(parts) == 1 and parts[0].kind == "tgauss":
         # One truncated-Poisson run (a plan-sgd pipe): its scheme's own route, digit for digit (the pair's
         # upper end, refined against the realisable lower end at the effective rate).
         from dpcalc.core import sampling as _sampling
 
         p = parts[0]
-        try:
+
+        def tg(sel):
             r = _sampling.truncated_poisson_rate_interval(
-                int(p.size), p.rate, int(p.cap), p.sigma, p.times, delta, **kw
+                int(p.size), p.rate, int(p.cap), p.sigma, p.times, d_all[sel], **kw
             )
-        except (MemoryError, ValueError, OverflowError, FloatingPointError):
-            return None
-        if not np.isfinite(r.upper[0]):
-            return None
-        return Total("pld", "upper", float(r.upper[0]), delta, epsilon_lower=None, met=bool(r.met[0]))
+            for j, i in enumerate(sel):
+                if np.isfinite(r.upper[j]):
+                    out[i] = Total("pld", "upper", float(r.upper[j]), deltas[i], epsilon_lower=None, met=bool(r.met[j]))
+
+        _settle(tg, rows, d_all)
+        return out
     from dpcalc.risk import mechanisms
 
+    # (A discrete Gaussian past its sums' range, σ ≳ 1.5e5, raises ValidationError, a ValueError: no reading.)
     try:
-        mechs = mechanisms(parts, delta)  # a discrete Gaussian past its sums' range (σ ≳ 1.5e5) raises ValidationError
-        # A truncated-Poisson pair's upper end is itself a bound on its release: no need of the fine grid.
-        fine = not any(p.kind == "tgauss" for p in parts)
+        mechs = mechanisms(parts, float(d_all[rows].min()))
+    except _PLD_FAILURES:
+        return out
+    # A truncated-Poisson pair's upper end is itself a bound on its release: no need of the fine grid.
+    fine = not any(p.kind == "tgauss" for p in parts)
+    safe = safe_side_only(parts)
+    wor_dp = len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement"
+
+    def read(sel):
         with np.errstate(all="ignore"):
-            ans = pld.epsilon(mechs, delta, fine_upper=fine, **kw)
-    except (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError):
-        return None  # beyond what the PLD grid can represent; the other methods answer
-    if not (np.isfinite(ans.upper[0]) and np.isfinite(ans.lower[0])):
-        return None
-    # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
-    lower = None if safe_side_only(parts) else float(ans.lower[0])
-    if lower is None and len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement":
-        lower = _realisable_wor_lower(parts[0], delta, float(ans.upper[0]), kw)
-    return Total("pld", "upper", float(ans.upper[0]), delta, epsilon_lower=lower, met=bool(ans.met[0]))
+            ans = pld.epsilon(mechs, d_all[sel], fine_upper=fine, **kw)
+        for j, i in enumerate(sel):
+            up, lo = float(ans.upper[j]), float(ans.lower[j])
+            if not (math.isfinite(up) and math.isfinite(lo)):
+                continue
+            # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
+            lower = None if safe else lo
+            if lower is None and wor_dp:
+                lower = _realisable_wor_lower(parts[0], deltas[i], up, kw)
+            out[i] = Total("pld", "upper", up, deltas[i], epsilon_lower=lower, met=bool(ans.met[j]))
+
+    _settle(read, rows, d_all)
+    return out
+
+
+def _settle(read, rows: np.ndarray, deltas: np.ndarray) -> None:
+    """``read(rows)`` for all rows at once; where the engine declines (:data:`_PLD_FAILURES`), the largest δ
+    alone and, if that is read, each half in turn (the rows of a smaller δ fail first: a few failed readings
+    per level, not one per δ). Rows never read are left unanswered."""
+    rows = rows[np.argsort(deltas[rows], kind="stable")]
+    try:
+        read(rows)
+        return
+    except _PLD_FAILURES:
+        if rows.size == 1:
+            return
+    try:
+        read(rows[-1:])
+    except _PLD_FAILURES:
+        return  # the easiest δ fails: so would the others
+    for part in (rows[rows.size // 2 : -1], rows[: rows.size // 2]):
+        if part.size:
+            _settle(read, part, deltas)
 
 
 def _realisable_wor_lower(p: Part, delta: float, upper: float, kw: dict) -> float | None:
@@ -621,6 +684,15 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
     Identical parts are grouped first (:func:`group_parts`): the cost grows with the number of
     distinct parts, and the digits do not depend on how the parts are listed.
     """
+    return compose_parts_many(parts, [delta], with_pld, width)[0]
+
+
+def compose_parts_many(
+    parts: list[Part], deltas, with_pld: bool = False, width: float | None = None
+) -> list[list[Total]]:
+    """:func:`compose_parts` at each δ of ``deltas``, every method in one vectorised call for all of them (the
+    PLD totals from one reading of the engine, :func:`pld_totals`: an ε(δ) curve shares its compositions)."""
+    deltas = [float(x) for x in np.atleast_1d(np.asarray(deltas, float))]
     if not parts:
         raise ObjectError("nothing to compose")
     relations = sorted({r for r in map(relation, parts) if r is not None})
@@ -631,14 +703,14 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
             "composition: account them separately, or state every part under one relation"
         )
     parts = group_parts(parts)
-    totals: list[Total] = []
+    totals: list[list[Total]] = [[] for _ in deltas]
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     if with_pld or pld_only:
-        t = pld_total(parts, delta, width)
-        if t is not None:
-            totals.append(t)
-        elif pld_only:
-            raise _no_pld_error()
+        for found, t in zip(totals, pld_totals(parts, deltas, width)):
+            if t is not None:
+                found.append(t)
+            elif pld_only:
+                raise _no_pld_error()
     if pld_only:
         return totals  # the other methods have no bound for such parts
     parts = group_parts(unamplified(parts))  # the other methods bound balls-in-bins epochs without amplification
@@ -646,36 +718,40 @@ def compose_parts(parts: list[Part], delta: float, with_pld: bool = False, width
     rest = [p for p in parts if p.kind != "dp"]
     dp_eps = _zcdp.sum_up([_fp.mul_up(float(p.times), p.epsilon) for p in dp_parts])
     dp_delta = _zcdp.sum_up([_fp.mul_up(float(p.times), p.delta) for p in dp_parts])
-    if dp_parts and dp_delta >= delta:
-        raise ObjectError(
-            f"the (ε, δ) parts alone spend δ = {dp_delta:g}, which is not below --delta {delta:g}; raise --delta"
-        )
-    d_rest = float(_fp.add_down(delta, -dp_delta))  # the δ left, rounded down
+    for delta in deltas:
+        if dp_parts and dp_delta >= delta:
+            raise ObjectError(
+                f"the (ε, δ) parts alone spend δ = {dp_delta:g}, which is not below --delta {delta:g}; raise --delta"
+            )
+    d_rest = np.asarray(_fp.add_down(np.array(deltas), -dp_delta), float)  # the δ left, rounded down
     suffix = "+basic" if dp_parts else ""
     if not rest:
-        totals.append(Total("basic", "upper", dp_eps, dp_delta))
+        for found in totals:
+            found.append(Total("basic", "upper", dp_eps, dp_delta))
         return totals
     if all(p.kind == "gauss" for p in rest):
         mu = _gauss_mu(rest)
-        e = float(_gdp.epsilon(mu, d_rest))
+        e = np.atleast_1d(_gdp.epsilon(mu, d_rest))
         exact = not dp_parts and not any(p.scheme in EPOCH_SCHEMES for p in rest)
-        totals.append(Total("gdp" + suffix, "exact" if exact else "upper", e + dp_eps, delta, mu=mu))
+        for found, x, delta in zip(totals, e, deltas):
+            found.append(Total("gdp" + suffix, "exact" if exact else "upper", float(x) + dp_eps, delta, mu=mu))
     if all(p.kind in ZCDP_KINDS for p in rest):
         rho = _zcdp.sum_up(_rhos(rest))
-        totals.append(
-            Total("zcdp-rdp" + suffix, "upper", float(_zcdp.epsilon_tight(rho, d_rest)) + dp_eps, delta, rho=rho)
-        )
+        e = np.atleast_1d(_zcdp.epsilon_tight(rho, d_rest))
+        for found, x, delta in zip(totals, e, deltas):
+            found.append(Total("zcdp-rdp" + suffix, "upper", float(x) + dp_eps, delta, rho=rho))
     if all(p.kind in EPS_KINDS for p in rest):
         pure = _zcdp.sum_up(
             _fp.mul_up(np.array([float(p.times) for p in rest]), np.array([p.epsilon for p in rest], dtype=float))
         )
-        totals.append(Total("basic", "upper", pure + dp_eps, dp_delta))
+        for found in totals:
+            found.append(Total("basic", "upper", pure + dp_eps, dp_delta))
     if not dp_parts and len(rest) == 1:
-        t = _discrete_closed_form(rest[0], delta)
-        if t is not None:
-            totals.append(t)
-    e, a = _rdp_epsilon(rest, d_rest)
-    totals.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
+        for found, t in zip(totals, _discrete_closed_forms(rest[0], deltas)):
+            if t is not None:
+                found.append(t)
+    for found, (e, a), delta in zip(totals, _rdp_epsilons(rest, d_rest), deltas):
+        found.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
     return totals
 
 
@@ -686,32 +762,40 @@ def _discrete_closed_form(p: Part, delta: float) -> Total | None:
     randomized response, bounded range) also has the optimal composition of k ε₀-DP mechanisms ([KOV] Thm 3.3),
     sound for each of them (for bounded range it is the third engine of the min-of-engines rule).
     """
+    return _discrete_closed_forms(p, [delta])[0]
+
+
+def _discrete_closed_forms(p: Part, deltas: list[float]) -> list[Total | None]:
+    """:func:`_discrete_closed_form` at each δ, in one vectorised call; where that call refuses (a δ beyond
+    the closed form's range), δ by δ, so that only the δ out of range go unanswered."""
     from dpcalc.core import composition as _comp
     from dpcalc.core import discrete as _d
     from dpcalc.core.errors import ValidationError
 
     if p.kind not in DISCRETE_KINDS:
-        return None
+        return [None] * len(deltas)
+    dl = np.asarray(deltas, float)
     try:
         with np.errstate(all="ignore"):
             if p.times == 1:
                 if p.kind == "dgauss":
-                    e, method = _d.dgauss_epsilon_at(p.sigma, delta, p.sensitivity), "discrete-gaussian-cks"
+                    e, method = _d.dgauss_epsilon_at(p.sigma, dl, p.sensitivity), "discrete-gaussian-cks"
                 elif p.kind == "dlaplace":
-                    e, method = _d.dlaplace_epsilon_at(p.scale, delta, p.sensitivity), "discrete-laplace"
+                    e, method = _d.dlaplace_epsilon_at(p.scale, dl, p.sensitivity), "discrete-laplace"
                 elif p.kind == "rr":
-                    e, method = _d.rr_epsilon_at(p.epsilon, delta, p.k), "randomized-response"
+                    e, method = _d.rr_epsilon_at(p.epsilon, dl, p.k), "randomized-response"
                 else:
-                    e, method = _d.br_epsilon_at(p.epsilon, delta), "bounded-range-ddr"
+                    e, method = _d.br_epsilon_at(p.epsilon, dl), "bounded-range-ddr"
                 bound = "exact"
             elif p.kind != "dgauss" and p.times <= _comp.KOV_MAX_TIMES:
-                e, method, bound = _comp.optimal_homogeneous(p.epsilon, 0.0, p.times, delta), "optimal-kov", "upper"
+                e, method, bound = _comp.optimal_homogeneous(p.epsilon, 0.0, p.times, dl), "optimal-kov", "upper"
             else:
-                return None
+                return [None] * len(deltas)
     except (ValidationError, MemoryError, OverflowError, ArithmeticError):
-        return None  # beyond the closed form's range (σ too large for its sums, δ below 1e-30): the others answer
-    e = float(e)
-    return Total(method, bound, e, delta) if math.isfinite(e) else None
+        # Beyond the closed form's range (σ too large for its sums, δ below 1e-30): the others answer.
+        return [None] if len(deltas) == 1 else [_discrete_closed_form(p, d) for d in deltas]
+    e = np.broadcast_to(np.asarray(e, float), dl.shape)
+    return [Total(method, bound, float(x), d) if math.isfinite(x) else None for x, d in zip(e, deltas)]
 
 
 def _rho(p: Part) -> float:

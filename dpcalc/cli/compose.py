@@ -521,7 +521,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
             {"delta": c.f(d[i]), "epsilon": min(pure, 1e300), "order": None, "method": "basic-pure", "bound": "upper"}
             for i in range(d.size)
         ]
-    from dpcalc.accounting import Part, pld_total
+    from dpcalc.accounting import Part, pld_totals
 
     pld_parts = (
         [Part("gauss", int(p["times"]), mu=p["sensitivity"] / p["sigma"]) for p in gaussians]
@@ -529,8 +529,9 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         + [Part("laplace", int(p["times"]), epsilon=p["sensitivity"] / p["scale"]) for p in laplaces]
     )
     width_warnings = []
-    for i in range(d.size if accountant != "rdp" else 0):
-        t = pld_total(pld_parts, float(d[i]), c.pld_width())
+    # (Every δ of the grid from one reading of the engine: an ε(δ) curve shares its compositions.)
+    plds = pld_totals(pld_parts, d, c.pld_width()) if accountant != "rdp" else []
+    for i, t in enumerate(plds):
         if t is not None:
             rows.append(
                 {
@@ -602,19 +603,29 @@ def _discrete_compose(command, inputs, grids, make, echo, cols, times, delta, ac
     """
     import numpy as np
 
-    from dpcalc.accounting import compose_parts, flatten
+    from dpcalc.accounting import compose_parts_many, flatten
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
     m = c.mesh(**grids, times=times, delta=delta)
+    # Mesh points that differ only in δ are read together: one PLD reading gives all their δ.
+    same: dict = {}
+    for i in range(m["delta"].size):
+        same.setdefault(tuple(float(m[key][i]) for key in m if key != "delta"), []).append(i)
+    found: dict = {}
+    for idx in same.values():
+        obj, k = make(m, idx[0]), int(m["times"][idx[0]])
+        try:
+            many = compose_parts_many(
+                flatten(obj, k), [float(m["delta"][i]) for i in idx], with_pld=accountant != "rdp", width=c.pld_width()
+            )
+        except ObjectError as exc:
+            raise click.UsageError(str(exc)) from None
+        found.update(zip(idx, many))
     rows, warnings, objects = [], [], {}
     for i in range(m["delta"].size):
         obj, k, d = make(m, i), int(m["times"][i]), float(m["delta"][i])
-        try:
-            totals = compose_parts(flatten(obj, k), d, with_pld=accountant != "rdp", width=c.pld_width())
-        except ObjectError as exc:
-            raise click.UsageError(str(exc)) from None
-        totals = [t for t in totals if np.isfinite(t.epsilon)]
+        totals = [t for t in found[i] if np.isfinite(t.epsilon)]
         if not totals:
             raise click.UsageError(
                 f"the total ε of {k} runs is too large to represent (over 1e308); use a smaller '--times' or a "
