@@ -327,6 +327,31 @@ def test_grids_are_one_call_and_match_scalars():
     assert sig.shape == (3,) and np.all(np.diff(sig) < 0)
 
 
+def test_dlaplace_scale_grids_are_rows_of_one_array_and_match_scalars(monkeypatch):
+    # Many scales (and sensitivities) are one array of atom rows, not a loop per scale: the same digits as
+    # scale by scale, in chunks or not, and one atom build per sensitivity and chunk.
+    rng = np.random.default_rng(5)
+    t = np.exp(rng.uniform(np.log(0.05), np.log(200.0), 60))
+    sens = rng.choice([1, 2, 7, 50], t.size)
+    t[:10] = t[0]  # repeated scales share their atoms
+    eps = rng.uniform(0.0, 1.2, t.size) * sens / t
+    grid = D.dlaplace_delta_at(t, eps, sens)
+    one = np.array([D.dlaplace_delta_at(float(a), float(e), int(s)) for a, e, s in zip(t, eps, sens)])
+    assert np.array_equal(grid, one)
+    builds = []
+    real = D._dlaplace_atom_rows
+    monkeypatch.setattr(D, "_dlaplace_atom_rows", lambda ts, s: builds.append(ts.size) or real(ts, s))
+    monkeypatch.setattr(D, "_DL_CELLS", 64)  # chunks of a few cases
+    assert np.array_equal(D.dlaplace_delta_at(t, eps, sens), one)
+    assert len(builds) > 4 and max(builds) <= 32  # (64 cells: at most 32 cases of Δ = 1 a chunk)
+    monkeypatch.setattr(D, "_DL_CELLS", 1 << 20)
+    builds.clear()
+    scales = np.linspace(0.5, 5.0, 1000)
+    e = D.dlaplace_epsilon_at(scales, 1e-6)
+    assert set(builds) == {1000}  # each bisection round: one build of all 1,000 scales
+    assert e.shape == (1000,) and e[17] == D.dlaplace_epsilon_at(float(scales[17]), 1e-6)
+
+
 @pytest.mark.parametrize(
     "call, name",
     [

@@ -556,53 +556,69 @@ def dlaplace_atoms(scale: float, sens: int):
     """Losses (Δ − 2x)/t, x = 0..Δ, their P- and Q-masses in long double (each within 8 u_ld
     (2 + Δ/t) relative; x = 0 collects all x <= 0, x = Δ all x >= Δ), and a bound on each loss's
     round-off (0 where the division was exact)."""
-    t = _LD(scale)
-    x = np.arange(sens + 1, dtype=np.int64).astype(_LD)
+    return tuple(a[0] for a in _dlaplace_atom_rows(np.array([float(scale)]), sens))
+
+
+def _dlaplace_atom_rows(scales: np.ndarray, sens: int):
+    """:func:`dlaplace_atoms` for each scale of a 1-D array, one row each (the same operations, element by
+    element)."""
+    t = scales.astype(_LD)[:, None]
+    x = np.arange(sens + 1, dtype=np.int64).astype(_LD)[None, :]
     inv = _LD(1) / t
     a = np.exp(-inv)
     one_m_a = -np.expm1(-inv)
     p = one_m_a * np.exp(-x * inv) / (1 + a)
-    p[0] = 1 / (1 + a)
-    p[-1] = np.exp(-_LD(sens) * inv) / (1 + a)
+    p[:, :1] = 1 / (1 + a)
+    p[:, -1:] = np.exp(-_LD(sens) * inv) / (1 + a)
     num = sens - 2 * np.arange(sens + 1, dtype=np.float64)
-    ell = num / float(scale)
-    q = p[::-1].copy()  # Q = P shifted by Δ: its mass at x is P's at Δ − x
-    prod, low = _two_prod(ell, float(scale))
-    exact = (prod == num) & (low == 0)
+    ell = num[None, :] / scales[:, None]
+    q = p[:, ::-1].copy()  # Q = P shifted by Δ: its mass at x is P's at Δ − x
+    prod, low = _two_prod(ell, scales[:, None])
+    exact = (prod == num[None, :]) & (low == 0)
     ell_err = np.where(exact, 0.0, 0.5 * _U * np.abs(ell))  # one correctly rounded division (half an ulp), or none
     return ell, p, q, ell_err
 
 
 def _finite_atoms_delta(ell, p, q, eps, rel, ell_err):
-    """[lower, upper] δ(ε) = Σ_{ℓ > ε} p − e^ε q of finitely many atoms (long double masses within ``rel``,
-    computed losses within ``ell_err`` of the exact ones)."""
+    """[lower, upper] δ(ε) = Σ_{ℓ > ε} p − e^ε q of finitely many atoms, one row of atoms per ε (long double
+    masses within ``rel``, one per row; computed losses within ``ell_err`` of the exact ones)."""
     eps = np.asarray(eps, float)
-    above = ell[None, :] > eps.reshape(-1, 1)
-    ee = np.exp(eps.astype(_LD)).reshape(-1, 1)
-    terms = np.where(above, p[None, :] - ee * q[None, :], 0)
-    gross = np.where(above, p[None, :] + ee * q[None, :], 0)
+    above = ell > eps[:, None]
+    ee = np.exp(eps.astype(_LD))[:, None]
+    terms = np.where(above, p - ee * q, 0)
+    gross = np.where(above, p + ee * q, 0)
     dc = terms.sum(axis=1)
-    err = (gross.sum(axis=1)) * ((rel + (ell.size + 4) * _ULD) + 2 * _ULD * (1 + np.abs(eps)))
+    err = (gross.sum(axis=1)) * ((rel + (ell.shape[1] + 4) * _ULD) + 2 * _ULD * (1 + np.abs(eps)))
     # atoms within their losses' round-off w of ε may be on the wrong side: their term is within 2w of their mass
-    w = np.broadcast_to(ell_err, ell.shape)[None, :] * np.ones((eps.size, 1))
-    near = np.abs(ell[None, :] - eps.reshape(-1, 1)) <= w
-    err = err + np.where(near, p[None, :] * (2 * w), 0).sum(axis=1)
-    lo = _ld_down(dc - err).reshape(eps.shape)
-    hi = _ld_up(dc + err).reshape(eps.shape)
+    near = np.abs(ell - eps[:, None]) <= ell_err
+    err = err + np.where(near, p * (2 * ell_err), 0).sum(axis=1)
+    lo = _ld_down(dc - err)
+    hi = _ld_up(dc + err)
     return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
 
 
+#: :func:`_dl_delta` forms (cases × atoms) arrays of at most about this many cells at once.
+_DL_CELLS = 1 << 20
+
+
 def _dl_delta(t, d, e):
+    """[lower, upper] δ(ε) of the discrete Laplace at each (scale t, sensitivity Δ, ε): the cases of one Δ
+    together, in chunks (one row of Δ + 1 atoms per case, each distinct scale's atoms formed once)."""
     t, d, e = np.broadcast_arrays(t, d, e)
-    lo = np.empty(t.shape)
-    hi = np.empty(t.shape)
-    pairs = np.unique(np.stack([t.reshape(-1), d.reshape(-1)], axis=1), axis=0)
-    for tv, dv in pairs:
-        sel = (t == tv) & (d == dv)
-        ell, p, q, ell_err = dlaplace_atoms(float(tv), int(dv))
-        rel = 8 * _ULD * (2 + int(dv) / float(tv))
-        lo[sel], hi[sel] = _finite_atoms_delta(ell, p, q, e[sel], rel, ell_err)
-    return lo, hi
+    shape = t.shape
+    tf, df, ef = (np.asarray(v, float).reshape(-1) for v in (t, d, e))
+    lo = np.empty(tf.shape)
+    hi = np.empty(tf.shape)
+    for dv in np.unique(df):
+        idx = np.flatnonzero(df == dv)
+        step = max(1, _DL_CELLS // (int(dv) + 1))
+        for s in range(0, idx.size, step):
+            ii = idx[s : s + step]
+            ts, back = np.unique(tf[ii], return_inverse=True)
+            ell, p, q, ell_err = _dlaplace_atom_rows(ts, int(dv))
+            rel = 8 * _ULD * (2 + int(dv) / ts)
+            lo[ii], hi[ii] = _finite_atoms_delta(ell[back], p[back], q[back], ef[ii], rel[back], ell_err[back])
+    return lo.reshape(shape), hi.reshape(shape)
 
 
 def dlaplace_delta_at(scale, epsilon, sensitivity=1):
