@@ -566,9 +566,12 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
     rows = np.flatnonzero(d_all >= pld.MIN_DELTA)
     if rows.size == 0:
         return out
+    # Each reading's certified ends and whether they meet the width, per δ (NaN: none).
+    lo_r, up_r, met_r = np.full(d_all.shape, np.nan), np.full(d_all.shape, np.nan), np.zeros(d_all.shape, bool)
     if len(parts) == 1 and parts[0].kind == "tgauss":
         # One truncated-Poisson run (a plan-sgd pipe): its scheme's own route, digit for digit (the pair's
-        # upper end, refined against the realisable lower end at the effective rate).
+        # upper end, refined against the realisable lower end at the effective rate; the upper end alone is
+        # a claim).
         from dpcalc.core import sampling as _sampling
 
         p = parts[0]
@@ -577,11 +580,11 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             r = _sampling.truncated_poisson_rate_interval(
                 int(p.size), p.rate, int(p.cap), p.sigma, p.times, d_all[sel], **kw
             )
-            for j, i in enumerate(sel):
-                if np.isfinite(r.upper[j]):
-                    out[i] = Total("pld", "upper", float(r.upper[j]), deltas[i], epsilon_lower=None, met=bool(r.met[j]))
+            return r.lower, r.upper, r.met
 
-        _settle(tg, rows, d_all)
+        _read_grid(tg, rows, d_all, (lo_r, up_r, met_r), kw)
+        for i in np.flatnonzero(np.isfinite(up_r)):
+            out[i] = Total("pld", "upper", float(up_r[i]), deltas[i], epsilon_lower=None, met=bool(met_r[i]))
         return out
     from dpcalc.risk import mechanisms
 
@@ -592,24 +595,66 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
         return out
     # A truncated-Poisson pair's upper end is itself a bound on its release: no need of the fine grid.
     fine = not any(p.kind == "tgauss" for p in parts)
-    safe = safe_side_only(parts)
-    wor_dp = len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement"
 
     def read(sel):
         with np.errstate(all="ignore"):
             ans = pld.epsilon(mechs, d_all[sel], fine_upper=fine, **kw)
-        for j, i in enumerate(sel):
-            up, lo = float(ans.upper[j]), float(ans.lower[j])
-            if not (math.isfinite(up) and math.isfinite(lo)):
-                continue
-            # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
-            lower = None if safe else lo
-            if lower is None and wor_dp:
-                lower = _realisable_wor_lower(parts[0], deltas[i], up, kw)
-            out[i] = Total("pld", "upper", up, deltas[i], epsilon_lower=lower, met=bool(ans.met[j]))
+        return ans.lower, ans.upper, ans.met
 
-    _settle(read, rows, d_all)
+    _read_grid(read, rows, d_all, (lo_r, up_r, met_r), kw)
+    safe = safe_side_only(parts)
+    wor_dp = len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement"
+    for i in np.flatnonzero(np.isfinite(up_r) & np.isfinite(lo_r)):
+        up = float(up_r[i])
+        # (One run sampled without replacement took sgd.tight_interval's realisable lower end above.)
+        lower = None if safe else float(lo_r[i])
+        if lower is None and wor_dp:
+            lower = _realisable_wor_lower(parts[0], deltas[i], up, kw)
+        out[i] = Total("pld", "upper", up, deltas[i], epsilon_lower=lower, met=bool(met_r[i]))
     return out
+
+
+#: :func:`pld_totals` reads together the δ of a grid within this factor of the smallest (a δ decades below
+#: the others makes the grids they share coarser, and their windows longer, than their own).
+DELTA_SPAN = 1e3
+
+
+def _read_grid(read, rows: np.ndarray, deltas: np.ndarray, into: tuple, kw: dict) -> None:
+    """Certified ends at the δ of ``rows``: ``read(sel)`` gives (lower, upper, met) arrays for the rows ``sel``
+    (sorted by δ), read together in runs of δ within DELTA_SPAN of each other (:func:`_settle`). A row of
+    a run that misses its width is read again alone — where the run's other δ held its grid back — and
+    keeps the larger lower end and the smaller upper end of the two readings (both certified)."""
+    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
+
+    lo_r, up_r, met_r = into
+
+    def store(sel):
+        lo, up, met = read(sel)
+        lo_r[sel], up_r[sel], met_r[sel] = lo, up, met
+
+    rows = rows[np.argsort(deltas[rows], kind="stable")]
+    start = 0
+    for k in range(1, rows.size + 1):
+        if k < rows.size and deltas[rows[k]] <= DELTA_SPAN * deltas[rows[start]]:
+            continue
+        run = rows[start:k]
+        start = k
+        _settle(store, run, deltas)
+        if run.size < 2:
+            continue
+        for i in run[np.isfinite(up_r[run]) & ~met_r[run]]:
+            try:
+                lo2, up2, met2 = (float(np.asarray(v)[0]) for v in read(np.array([i])))
+            except _PLD_FAILURES:
+                continue
+            if not math.isfinite(up2):
+                continue
+            up = min(float(up_r[i]), up2)
+            lo = float(np.nanmax([lo_r[i], lo2])) if np.isfinite([lo_r[i], lo2]).any() else math.nan
+            met = bool(met_r[i]) or bool(met2)
+            if math.isfinite(lo):
+                met = bool(within(lo, up, kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)))
+            lo_r[i], up_r[i], met_r[i] = lo, up, met
 
 
 def _settle(read, rows: np.ndarray, deltas: np.ndarray) -> None:
@@ -703,6 +748,8 @@ def compose_parts_many(
             "composition: account them separately, or state every part under one relation"
         )
     parts = group_parts(parts)
+    if not deltas:
+        return []
     totals: list[list[Total]] = [[] for _ in deltas]
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
     if with_pld or pld_only:

@@ -16,6 +16,7 @@ from dpcalc.accounting import flatten
 from dpcalc.cli import cli
 from dpcalc.core import pld
 from dpcalc.model import (
+    DP,
     BoundedRange,
     DiscreteGaussian,
     DiscreteLaplace,
@@ -84,15 +85,39 @@ def count_readings(monkeypatch) -> list[int]:
 def test_a_delta_grid_takes_one_reading_of_the_engine(monkeypatch):
     calls = count_readings(monkeypatch)
     parts = PARTS["subsampled+laplace"]
-    got = A.pld_totals(parts, DELTAS)
-    assert calls == [len(DELTAS)]
+    dense = list(np.logspace(-9.0, -6.5, 20))
+    got = A.pld_totals(parts, dense)
+    assert calls == [20]
     assert all(t is not None and t.method == "pld" for t in got)
-    # The engine reads its δ in increasing order; the answers come back in the caller's.
+    # A grid over many decades: one reading per run of δ within DELTA_SPAN of its smallest (a δ far below the
+    # others would hold their grids back), and the answers come back in the caller's order.
+    calls.clear()
     shuffled = DELTAS[::-1]
     back = A.pld_totals(parts, shuffled)
+    assert sorted(calls) == [2, 2, 2] and sum(calls) == len(DELTAS)
     assert [t.delta for t in back] == shuffled
     ups = [t.epsilon for t in back]
     assert ups == sorted(ups)  # ε falls as δ grows: the largest δ, given first, has the smallest ε
+
+
+def test_a_row_that_misses_its_width_in_a_run_is_read_again_alone():
+    # A fake engine: read together, the row at 1e-6 misses its width ([1.0, 1.1]); alone it reads [1.05, 1.2].
+    # The row keeps the larger lower end and the smaller upper end (both certified), and meets the width then.
+    d = np.array([1e-6, 2e-6, 5e-6])
+    reads = []
+
+    def read(sel):
+        reads.append(list(sel))
+        if len(sel) > 1:
+            return np.array([1.0, 0.9, 0.8])[sel], np.array([1.1, 0.9005, 0.8005])[sel], np.array([False, True, True])
+        return np.array([1.05]), np.array([1.0504]), np.array([False])
+
+    into = (np.full(3, np.nan), np.full(3, np.nan), np.zeros(3, bool))
+    A._read_grid(read, np.arange(3), d, into, {})
+    assert reads == [[0, 1, 2], [0]]
+    lo, up, met = into
+    assert list(lo) == [1.05, 0.9, 0.8] and list(up) == [1.0504, 0.9005, 0.8005]
+    assert list(met) == [True, True, True]  # [1.05, 1.0504] is within 0.1 % of ε
 
 
 def test_a_reading_that_fails_for_small_deltas_still_answers_the_others(monkeypatch):
@@ -144,7 +169,7 @@ def rows(args):
 )
 def test_the_commands_read_a_delta_grid_at_once(command, monkeypatch):
     calls = count_readings(monkeypatch)
-    grid = rows(f"{command} --delta 1e-9:1e-3:7:log --format csv")
+    grid = rows(f"{command} --delta 1e-7:1e-5:7:log --format csv")
     assert calls and max(calls) == 7 and len(calls) <= 2  # (bounded range: its pair, plus one lower end)
     monkeypatch.undo()
     pld_rows = [r for r in grid if r["method"] == "pld"]
@@ -158,3 +183,61 @@ def test_the_commands_read_a_delta_grid_at_once(command, monkeypatch):
     for d, method, eps in others[:4]:
         one = [x for x in rows(f"{command} --delta {d} --format csv") if x["method"] == method][0]
         assert float(eps) == pytest.approx(float(one["epsilon"]), rel=1e-11)
+
+
+def test_a_mesh_over_several_inputs_matches_each_point_alone():
+    # Mesh points are grouped by every input but δ: a grouping that ignored one (the count, the scale) would
+    # answer one point with another's totals.
+    grid = rows("compose discrete-laplace --scale 2,3 --times 1,40 --delta 1e-6,1e-5 --format csv")
+    for r in grid:
+        one = rows(
+            f"compose discrete-laplace --scale {r['scale']} --times {r['times']} --delta {r['delta']} --format csv"
+        )
+        mine = [x for x in one if x["method"] == r["method"]]
+        assert len(mine) == 1, r
+        if r["method"] == "pld":
+            assert float(r["epsilon_lower"]) <= float(mine[0]["epsilon"])
+            assert float(mine[0]["epsilon_lower"]) <= float(r["epsilon"])
+        else:
+            assert float(r["epsilon"]) == pytest.approx(float(mine[0]["epsilon"]), rel=1e-11)
+
+
+def test_duplicate_and_unsorted_deltas_keep_their_rows():
+    grid = rows(
+        "compose mixed --subsampled-gaussian 0.02,1.1,300 --laplace 2,1,3 --delta 1e-3,1e-9,1e-6,1e-9 --format csv"
+    )
+    pld_rows = [r for r in grid if r["method"] == "pld"]
+    assert [float(r["delta"]) for r in pld_rows] == [1e-3, 1e-9, 1e-6, 1e-9]
+    assert pld_rows[1]["epsilon"] == pld_rows[3]["epsilon"]
+    assert pld_rows[1]["epsilon_lower"] == pld_rows[3]["epsilon_lower"]
+
+
+#: The routes of pld_totals other than the engine reading of several parts.
+ROUTES = {
+    "one step": flatten(Subsampled(Gaussian(1.1), 0.02, "poisson", "add-remove"), 1),
+    "every record": flatten(Subsampled(Gaussian(3.0), 1.0, "poisson", "add-remove"), 50),
+    "without replacement": flatten(Subsampled(Gaussian(1.1), 0.02, "without-replacement", "substitution"), 30),
+    "capped batches": flatten(
+        Subsampled(Gaussian(1.1), 0.02, "truncated-poisson", "add-remove", dataset_size=5000, max_batch_size=120), 30
+    ),
+    "subsampled (ε, δ) without replacement": flatten(
+        Subsampled(DP(0.5, 1e-7), 0.05, "without-replacement", "substitution"), 20
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUTES))
+def test_every_route_reads_a_grid_as_it_reads_one_delta(name):
+    parts = ROUTES[name]
+    deltas = [1e-8, 1e-7, 3e-6]
+    grid = A.pld_totals(parts, deltas)
+    for d, t in zip(deltas, grid):
+        one = A.pld_total(parts, d)
+        assert (t is None) == (one is None), (name, d)
+        if t is None:
+            continue
+        assert (t.method, t.bound, t.delta) == (one.method, one.bound, one.delta)
+        assert (t.epsilon_lower is None) == (one.epsilon_lower is None), (name, d)
+        low = -np.inf if t.epsilon_lower is None else t.epsilon_lower
+        one_low = -np.inf if one.epsilon_lower is None else one.epsilon_lower
+        assert low <= one.epsilon and one_low <= t.epsilon, (name, d)
