@@ -181,6 +181,32 @@ def test_dgauss_sigma_search_takes_a_handful_of_tables(monkeypatch):
         D.dgauss_table.cache_clear()
 
 
+def test_dgauss_epsilon_over_many_sigmas_builds_each_table_once(monkeypatch):
+    # ε(δ) over more σ than the table cache holds: the search runs σ by runs the cache keeps, so each table is
+    # built once (not once a bisection round), every case's arithmetic at once — the same digits as σ by σ.
+    built = []
+    real = D.DGaussTable
+
+    def counted(sigma):
+        built.append(sigma)
+        return real(sigma)
+
+    sig = np.linspace(0.5, 40.0, 3 * D.TABLE_CACHE_SIZE + 5)
+    sens = np.where(np.arange(sig.size) % 3 == 0, 2, 1)
+    delta = np.geomspace(1e-12, 1e-2, sig.size)
+    one = np.array([D.dgauss_epsilon_at(float(s), float(dl), int(k)) for s, dl, k in zip(sig, delta, sens)])
+    monkeypatch.setattr(D, "DGaussTable", counted)
+    D.dgauss_table.cache_clear()
+    try:
+        grid = D.dgauss_epsilon_at(sig, delta, sens)
+        assert sorted(built) == sorted(set(built)) and len(built) == sig.size
+        assert np.array_equal(grid, one)
+        lo, hi = D.dgauss_delta_interval(sig, grid, sens)
+        assert np.all(hi <= delta) and np.all(lo <= hi)
+    finally:
+        D.dgauss_table.cache_clear()
+
+
 def test_dgauss_table_cache_is_bounded_by_atoms(monkeypatch):
     monkeypatch.setattr(D, "TABLE_CACHE_ATOMS", 50_000)
     D.dgauss_table.cache_clear()

@@ -201,7 +201,7 @@ class DGaussTable:
 
     def __init__(self, sigma: float):
         self.sigma = float(sigma)
-        n_half = int(math.ceil(self.sigma * math.sqrt(2.0 * math.log(1.0 / DGAUSS_TAIL)))) + 1
+        n_half = _dg_half_width(self.sigma)
         n_atoms = 2 * n_half + 1
         if n_atoms > DGAUSS_MAX_ATOMS or (not EXTENDED and n_atoms > _DECIMAL_MAX_ATOMS):
             cap = (DGAUSS_MAX_ATOMS if EXTENDED else _DECIMAL_MAX_ATOMS) / (2 * n_half / self.sigma)
@@ -276,38 +276,63 @@ class DGaussTable:
         ε (x <= X) it is cp − e^{ε − ℓ(X)}·S(X) (:meth:`_q_sums`); the atoms beyond −N add at most the
         tail, and none is negative, so the table's sum is a lower bound and the tail goes to the upper."""
         eps = np.asarray(eps, dtype=np.float64)
-        s2 = self.sigma * self.sigma
-        xs = sens / 2.0 - eps * s2 / sens
-        with np.errstate(invalid="ignore", over="ignore"):
-            X = np.ceil(xs) - 1.0
-        X = np.clip(np.nan_to_num(X, nan=-np.inf), -self.N - 1, self.N)
-        j = (X + self.N).astype(np.int64)  # index of X; −1: no atom above ε
-        ld = self.cum.dtype
-        some = j >= 0
-        cp = np.where(some, self.cum[np.maximum(j, 0)], ld.type(0))  # Σ_{i<=j} p_i (0 where j = −1)
-        S, s_rel = self._q_sums(int(sens))
-        sq = np.where(some, S[np.maximum(j, 0)], ld.type(0))
-        ell_x = ld.type(sens) * (ld.type(sens) - 2 * X.astype(ld)) / (2 * ld.type(self.sigma) ** 2)
-        expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
-        with np.errstate(over="ignore", under="ignore"):
-            eq = np.exp(np.minimum(expo, ld.type(0))) * sq
-        dc = cp - eq
-        # cp and S carry the masses' error and their sums'; e^{ε − ℓ(X)} that of its exponent's two
-        # roundings and the exp (ℓ in long double: a few u_ld of |ℓ|) and the product.
-        exp_rel = (4 * (np.abs(eps) + np.abs(ell_x)) + 4) * _ULD
-        err = (self.rel + self.cum_rel + 4 * _ULD) * cp + (self.rel + s_rel + exp_rel + 4 * _ULD) * eq
-        # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
-        # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
-        for jj in (j, j + 1):
-            ok = (jj >= 0) & (jj < self.p.size)
-            xj = np.where(ok, jj - self.N, 0).astype(np.float64)
-            ell = sens * (sens - 2.0 * xj) / (2.0 * s2)
-            w = 8 * _U * (np.abs(ell) + np.abs(eps) + 1)
-            near = ok & (np.abs(ell - eps) <= w)
-            err = err + np.where(near, self.p[np.clip(jj, 0, self.p.size - 1)] * (2 * w), 0)
-        hi = _ld_up(dc + err + self.tail)
-        lo = _ld_down(dc - err)
-        return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+        lo, hi = _table_bounds([(np.arange(eps.size), self, int(sens))], eps.reshape(-1))
+        return lo.reshape(eps.shape), hi.reshape(eps.shape)
+
+
+def _table_bounds(groups: list, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`DGaussTable.delta_bounds` for cases of several tables at once: ``groups`` lists (indices into
+    ``eps``, table, Δ); each table's arrays are indexed once per group and the arithmetic runs over all cases
+    together (the same operations, case by case, as one table's)."""
+    n = eps.size
+    ld = groups[0][1].cum.dtype
+    size, big_n = np.empty(n, np.int64), np.empty(n, np.int64)
+    sigma, sens, rel, cum_rel, s_rel, tail = (np.empty(n) for _ in range(6))
+    two_s2_ld = np.empty(n, dtype=ld)
+    sums = []
+    for idx, tab, dv in groups:
+        S, sr = tab._q_sums(dv)
+        sums.append(S)
+        size[idx], big_n[idx], sigma[idx], sens[idx] = tab.p.size, tab.N, tab.sigma, dv
+        rel[idx], cum_rel[idx], s_rel[idx], tail[idx] = tab.rel, tab.cum_rel, sr, tab.tail
+        two_s2_ld[idx] = 2 * ld.type(tab.sigma) ** 2
+    s2 = sigma * sigma
+    xs = sens / 2.0 - eps * s2 / sens
+    with np.errstate(invalid="ignore", over="ignore"):
+        X = np.ceil(xs) - 1.0
+    X = np.clip(np.nan_to_num(X, nan=-np.inf), -big_n - 1, big_n)
+    j = (X + big_n).astype(np.int64)  # index of X; −1: no atom above ε
+    some = j >= 0
+    cum_j, s_j, p_at = np.empty(n, dtype=ld), np.empty(n, dtype=ld), (np.empty(n, dtype=ld), np.empty(n, dtype=ld))
+    for (idx, tab, _), S in zip(groups, sums):
+        jg = np.maximum(j[idx], 0)
+        cum_j[idx], s_j[idx] = tab.cum[jg], S[jg]
+        for k in (0, 1):
+            p_at[k][idx] = tab.p[np.clip(j[idx] + k, 0, tab.p.size - 1)]
+    cp = np.where(some, cum_j, ld.type(0))  # Σ_{i<=j} p_i (0 where j = −1)
+    sq = np.where(some, s_j, ld.type(0))
+    sens_ld = sens.astype(ld)
+    ell_x = sens_ld * (sens_ld - 2 * X.astype(ld)) / two_s2_ld
+    expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
+    with np.errstate(over="ignore", under="ignore"):
+        eq = np.exp(np.minimum(expo, ld.type(0))) * sq
+    dc = cp - eq
+    # cp and S carry the masses' error and their sums'; e^{ε − ℓ(X)} that of its exponent's two
+    # roundings and the exp (ℓ in long double: a few u_ld of |ℓ|) and the product.
+    exp_rel = (4 * (np.abs(eps) + np.abs(ell_x)) + 4) * _ULD
+    err = (rel + cum_rel + 4 * _ULD) * cp + (rel + s_rel + exp_rel + 4 * _ULD) * eq
+    # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
+    # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
+    for k, jj in enumerate((j, j + 1)):
+        ok = (jj >= 0) & (jj < size)
+        xj = np.where(ok, jj - big_n, 0).astype(np.float64)
+        ell = sens * (sens - 2.0 * xj) / (2.0 * s2)
+        w = 8 * _U * (np.abs(ell) + np.abs(eps) + 1)
+        near = ok & (np.abs(ell - eps) <= w)
+        err = err + np.where(near, p_at[k] * (2 * w), 0)
+    hi = _ld_up(dc + err + tail)
+    lo = _ld_down(dc - err)
+    return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
 
 
 def _decimal_gauss(x, sigma):  # pragma: no cover - platforms without extended long double
@@ -358,6 +383,26 @@ class _TableCache:
 dgauss_table = _TableCache()
 
 
+def _dg_half_width(sigma: float) -> int:
+    """N of the table of N_Z(0, σ²): the integers −N..N carry all but DGAUSS_TAIL of its mass."""
+    return int(math.ceil(sigma * math.sqrt(2.0 * math.log(1.0 / DGAUSS_TAIL)))) + 1
+
+
+def _table_runs(sigmas: np.ndarray) -> list[np.ndarray]:
+    """The distinct σ in runs whose tables the cache keeps together (at most TABLE_CACHE_SIZE, and
+    TABLE_CACHE_ATOMS atoms in all, or one σ): a search over many σ builds each table once, not once a round."""
+    runs: list[list[float]] = []
+    atoms = 0
+    for v in np.unique(sigmas):
+        n = 2 * _dg_half_width(float(v)) + 1
+        if not runs or len(runs[-1]) >= TABLE_CACHE_SIZE or atoms + n > TABLE_CACHE_ATOMS:
+            runs.append([])
+            atoms = 0
+        runs[-1].append(float(v))
+        atoms += n
+    return [np.array(r) for r in runs]
+
+
 def _dg_args(sigma, sensitivity):
     s = checked("sigma", sigma, low=0)
     if (s < 0.05).any():
@@ -367,16 +412,19 @@ def _dg_args(sigma, sensitivity):
 
 
 def _dg_delta(s, d, e):
-    """(lower, upper) δ at broadcast arrays σ, Δ, ε, one table per σ."""
+    """(lower, upper) δ at broadcast arrays σ, Δ, ε: one table per σ, all cases' arithmetic at once."""
     s, d, e = np.broadcast_arrays(s, d, e)
-    lo = np.empty(s.shape)
-    hi = np.empty(s.shape)
-    for sv in np.unique(s):
-        tab = dgauss_table(float(sv))
-        for dv in np.unique(d[s == sv]):
-            sel = (s == sv) & (d == dv)
-            lo[sel], hi[sel] = tab.delta_bounds(e[sel], int(dv))
-    return lo, hi
+    shape = s.shape
+    s, d, e = (np.asarray(a, dtype=np.float64).reshape(-1) for a in (s, d, e))
+    if s.size == 0:
+        return np.empty(shape), np.empty(shape)
+    # The cases of each (σ, Δ), in the order of σ then Δ (one sort, not a pass over all cases per pair).
+    pairs, which = np.unique(np.stack([s, d], axis=1), axis=0, return_inverse=True)
+    order = np.argsort(which.reshape(-1), kind="stable")
+    cuts = np.searchsorted(which.reshape(-1)[order], np.arange(pairs.shape[0] + 1))
+    groups = [(order[cuts[g] : cuts[g + 1]], dgauss_table(float(sv)), int(dv)) for g, (sv, dv) in enumerate(pairs)]
+    lo, hi = _table_bounds(groups, e)
+    return lo.reshape(shape), hi.reshape(shape)
 
 
 def dgauss_delta_interval(sigma, epsilon, sensitivity=1):
@@ -418,20 +466,35 @@ def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12):
     dl = checked("delta", delta, low=0, high=1)
     if (dl < 1e-30).any():
         raise ValidationError("delta", float(dl[dl < 1e-30].flat[0]), "at least 1e-30 for the discrete Gaussian")
-    s, d, dl = np.broadcast_arrays(s, d, dl)
+    s, d, dl = (np.array(a, dtype=float) for a in np.broadcast_arrays(s, d, dl))
+    for v in s.reshape(-1):  # a σ past the tables' range is refused as before, the first in the grid's order
+        n = 2 * _dg_half_width(float(v)) + 1
+        if n > DGAUSS_MAX_ATOMS or (not EXTENDED and n > _DECIMAL_MAX_ATOMS):
+            dgauss_table(float(v))  # (raises, naming σ and its range)
+    out = np.empty(s.shape)
+    # σ by runs whose tables stay cached through the search (each case's search is its own: the same
+    # digits however the cases are grouped).
+    for run in _table_runs(s):
+        sel = np.isin(s, run)
+        out[sel] = _dg_epsilon_search(s[sel], d[sel], dl[sel], rtol)
+    return finish(out, scalar=scalar)
+
+
+def _dg_epsilon_search(s: np.ndarray, d: np.ndarray, dl: np.ndarray, rtol: float) -> np.ndarray:
+    """:func:`dgauss_epsilon_at` for 1-D arrays of cases."""
 
     def pred(e):
         return _dg_delta(s, d, e)[1] <= dl
 
     # The largest loss kept is Δ(Δ + 2N)/(2σ²); above it δ is the tail alone (<= 1e-40 < δ).
-    n_half = np.array([dgauss_table(float(v)).N for v in s.reshape(-1)]).reshape(s.shape)
+    n_half = np.array([dgauss_table(float(v)).N for v in s])
     top = _up(d * (d + 2.0 * n_half) / (2.0 * s * s), rel=1e-12)
     zero = pred(np.zeros(s.shape))
     ok, bad = bisect_predicate(pred, top, np.zeros(s.shape), rtol=rtol, atol=1e-300)
     ok = np.where(zero, 0.0, ok)
     if not pred(ok).all():  # pragma: no cover - the bracket's top always holds
         raise ArithmeticError("discrete Gaussian ε search failed")
-    return finish(ok, scalar=scalar)
+    return ok
 
 
 def dgauss_rho_of(sigma, sensitivity=1):
