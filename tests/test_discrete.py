@@ -157,11 +157,9 @@ def test_dgauss_sigma_calibration_checked_and_tight(eps, delta, sens):
     assert mp_dg_delta(sigma * (1 - 1e-6), eps, sens) > delta
 
 
-def test_dgauss_sigma_search_takes_a_handful_of_tables(monkeypatch):
-    # A calibration builds one table per σ it tries (a tiny ε needs σ = 4e4: 1.6 M atoms each). Bisection
-    # to 1e-9 from a 4 % bracket took ~30 of them (15 s); the secant in log σ takes a handful, and the
-    # answer keeps its contract: the certified δ at σ meets the target, and 1e-9 below it does not.
-    built = []
+def count_tables(monkeypatch) -> list[float]:
+    """Record the σ of every discrete Gaussian table built (the list fills as it runs); the cache starts empty."""
+    built: list[float] = []
     real = D.DGaussTable
 
     def counted(sigma):
@@ -170,6 +168,14 @@ def test_dgauss_sigma_search_takes_a_handful_of_tables(monkeypatch):
 
     monkeypatch.setattr(D, "DGaussTable", counted)
     D.dgauss_table.cache_clear()
+    return built
+
+
+def test_dgauss_sigma_search_takes_a_handful_of_tables(monkeypatch):
+    # A calibration builds one table per σ it tries (a tiny ε needs σ = 4e4: 1.6 M atoms each). Bisection
+    # to 1e-9 from a 4 % bracket took ~30 of them (15 s); the secant in log σ takes a handful, and the
+    # answer keeps its contract: the certified δ at σ meets the target, and 1e-9 below it does not.
+    built = count_tables(monkeypatch)
     try:
         for eps, delta in ((1e-8, 1e-5), (1.0, 1e-5), (0.01, 1e-10)):
             built.clear()
@@ -184,19 +190,11 @@ def test_dgauss_sigma_search_takes_a_handful_of_tables(monkeypatch):
 def test_dgauss_epsilon_over_many_sigmas_builds_each_table_once(monkeypatch):
     # ε(δ) over more σ than the table cache holds: the search runs σ by runs the cache keeps, so each table is
     # built once (not once a bisection round), every case's arithmetic at once — the same digits as σ by σ.
-    built = []
-    real = D.DGaussTable
-
-    def counted(sigma):
-        built.append(sigma)
-        return real(sigma)
-
     sig = np.linspace(0.5, 40.0, 3 * D.TABLE_CACHE_SIZE + 5)
     sens = np.where(np.arange(sig.size) % 3 == 0, 2, 1)
     delta = np.geomspace(1e-12, 1e-2, sig.size)
     one = np.array([D.dgauss_epsilon_at(float(s), float(dl), int(k)) for s, dl, k in zip(sig, delta, sens)])
-    monkeypatch.setattr(D, "DGaussTable", counted)
-    D.dgauss_table.cache_clear()
+    built = count_tables(monkeypatch)
     try:
         grid = D.dgauss_epsilon_at(sig, delta, sens)
         assert sorted(built) == sorted(set(built)) and len(built) == sig.size
