@@ -529,9 +529,11 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     return pld_totals(parts, [delta], width)[0]
 
 
-#: The errors with which the PLD engine declines a reading (beyond what its grids represent): the other
-#: methods answer.
-_PLD_FAILURES = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
+def width_of(kw: dict) -> tuple[float, float]:
+    """The engine's (relative, absolute) width target from its keyword arguments (its defaults where absent)."""
+    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH
+
+    return kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
 
 
 def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[Total | None]:
@@ -582,7 +584,7 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             )
             return r.lower, r.upper, r.met
 
-        _read_grid(tg, rows, d_all, (lo_r, up_r, met_r), kw)
+        sgd.read_in_runs(tg, rows, d_all, (lo_r, up_r, met_r), *width_of(kw))
         for i in np.flatnonzero(np.isfinite(up_r)):
             out[i] = Total("pld", "upper", float(up_r[i]), deltas[i], epsilon_lower=None, met=bool(met_r[i]))
         return out
@@ -591,7 +593,7 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
     # (A discrete Gaussian past its sums' range, σ ≳ 1.5e5, raises ValidationError, a ValueError: no reading.)
     try:
         mechs = mechanisms(parts, float(d_all[rows].min()))
-    except _PLD_FAILURES:
+    except sgd.PLD_FAILURES:
         return out
     # A truncated-Poisson pair's upper end is itself a bound on its release: no need of the fine grid.
     fine = not any(p.kind == "tgauss" for p in parts)
@@ -601,7 +603,7 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             ans = pld.epsilon(mechs, d_all[sel], fine_upper=fine, **kw)
         return ans.lower, ans.upper, ans.met
 
-    _read_grid(read, rows, d_all, (lo_r, up_r, met_r), kw)
+    sgd.read_in_runs(read, rows, d_all, (lo_r, up_r, met_r), *width_of(kw))
     safe = safe_side_only(parts)
     wor_dp = len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement"
     for i in np.flatnonzero(np.isfinite(up_r) & np.isfinite(lo_r)):
@@ -612,69 +614,6 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             lower = _realisable_wor_lower(parts[0], deltas[i], up, kw)
         out[i] = Total("pld", "upper", up, deltas[i], epsilon_lower=lower, met=bool(met_r[i]))
     return out
-
-
-#: :func:`pld_totals` reads together the δ of a grid within this factor of the smallest (a δ decades below
-#: the others makes the grids they share coarser, and their windows longer, than their own).
-DELTA_SPAN = 1e3
-
-
-def _read_grid(read, rows: np.ndarray, deltas: np.ndarray, into: tuple, kw: dict) -> None:
-    """Certified ends at the δ of ``rows``: ``read(sel)`` gives (lower, upper, met) arrays for the rows ``sel``
-    (sorted by δ), read together in runs of δ within DELTA_SPAN of each other (:func:`_settle`). A row of
-    a run that misses its width is read again alone — where the run's other δ held its grid back — and
-    keeps the larger lower end and the smaller upper end of the two readings (both certified)."""
-    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
-
-    lo_r, up_r, met_r = into
-
-    def store(sel):
-        lo, up, met = read(sel)
-        lo_r[sel], up_r[sel], met_r[sel] = lo, up, met
-
-    rows = rows[np.argsort(deltas[rows], kind="stable")]
-    start = 0
-    for k in range(1, rows.size + 1):
-        if k < rows.size and deltas[rows[k]] <= DELTA_SPAN * deltas[rows[start]]:
-            continue
-        run = rows[start:k]
-        start = k
-        _settle(store, run, deltas)
-        if run.size < 2:
-            continue
-        for i in run[np.isfinite(up_r[run]) & ~met_r[run]]:
-            try:
-                lo2, up2, met2 = (float(np.asarray(v)[0]) for v in read(np.array([i])))
-            except _PLD_FAILURES:
-                continue
-            if not math.isfinite(up2):
-                continue
-            up = min(float(up_r[i]), up2)
-            lo = float(np.nanmax([lo_r[i], lo2])) if np.isfinite([lo_r[i], lo2]).any() else math.nan
-            met = bool(met_r[i]) or bool(met2)
-            if math.isfinite(lo):
-                met = bool(within(lo, up, kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)))
-            lo_r[i], up_r[i], met_r[i] = lo, up, met
-
-
-def _settle(read, rows: np.ndarray, deltas: np.ndarray) -> None:
-    """``read(rows)`` for all rows at once; where the engine declines (:data:`_PLD_FAILURES`), the largest δ
-    alone and, if that is read, each half in turn (the rows of a smaller δ fail first: a few failed readings
-    per level, not one per δ). Rows never read are left unanswered."""
-    rows = rows[np.argsort(deltas[rows], kind="stable")]
-    try:
-        read(rows)
-        return
-    except _PLD_FAILURES:
-        if rows.size == 1:
-            return
-    try:
-        read(rows[-1:])
-    except _PLD_FAILURES:
-        return  # the easiest δ fails: so would the others
-    for part in (rows[rows.size // 2 : -1], rows[: rows.size // 2]):
-        if part.size:
-            _settle(read, part, deltas)
 
 
 def _realisable_wor_lower(p: Part, delta: float, upper: float, kw: dict) -> float | None:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from dpcalc import accounting as A
 from dpcalc.accounting import flatten
 from dpcalc.cli import cli
-from dpcalc.core import pld
+from dpcalc.core import pld, sgd
 from dpcalc.model import (
     DP,
     BoundedRange,
@@ -113,7 +113,7 @@ def test_a_row_that_misses_its_width_in_a_run_is_read_again_alone():
         return np.array([1.05]), np.array([1.0504]), np.array([False])
 
     into = (np.full(3, np.nan), np.full(3, np.nan), np.zeros(3, bool))
-    A._read_grid(read, np.arange(3), d, into, {})
+    sgd.read_in_runs(read, np.arange(3), d, into, 1e-3, 1e-4)
     assert reads == [[0, 1, 2], [0]]
     lo, up, met = into
     assert list(lo) == [1.05, 0.9, 0.8] and list(up) == [1.0504, 0.9005, 0.8005]

@@ -221,45 +221,29 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     for i in np.flatnonzero(~full & ~one & ~zero & ~taken):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
-    def answer(key, rows):
-        with np.errstate(all="ignore"):
-            # (Without replacement the hull's lower end is replaced by Poisson sampling's: see
-            # _realisable_lower.)
-            used = sampling == "poisson" or key[2] < 2
-            ans = pld.epsilon(
-                [(_mechanism(key[0], key[1], sampling), key[2])],
-                delta[rows],
-                upper_only=upper_only,
-                lower_used=used,
-                **kw,
-            )
-        lo[rows], up[rows], met[rows] = (np.zeros(len(rows)) if upper_only else ans.lower), ans.upper, ans.met
+    def reader(key):
+        def read(rows):
+            with np.errstate(all="ignore"):
+                # (Without replacement the hull's lower end is replaced by Poisson sampling's: see
+                # _realisable_lower.)
+                used = sampling == "poisson" or key[2] < 2
+                ans = pld.epsilon(
+                    [(_mechanism(key[0], key[1], sampling), key[2])],
+                    delta[rows],
+                    upper_only=upper_only,
+                    lower_used=used,
+                    **kw,
+                )
+            return (np.zeros(len(rows)) if upper_only else ans.lower), ans.upper, ans.met
 
-    failures = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
-
-    def settle(key, rows):
-        """Answer rows (sorted by δ) together; where that fails — beyond what the PLD grid can represent
-        for the smallest δ, perhaps — the largest δ alone, and if that is answered, each half in turn
-        (a few failed runs per level, not one run per δ)."""
-        try:
-            answer(key, rows)
-            return
-        except failures:
-            if rows.size == 1:
-                return
-        try:
-            answer(key, rows[-1:])
-        except failures:
-            return  # the easiest δ fails: so would the others
-        for part in (rows[rows.size // 2 : -1], rows[: rows.size // 2]):
-            if part.size:
-                settle(key, part)
+        return read
 
     for key, idx in groups.items():
         idx = np.array(idx)
         ok = idx[delta[idx] >= pld.MIN_DELTA]
         if ok.size:
-            settle(key, ok[np.argsort(delta[ok], kind="stable")])
+            # (A search's quick upper ends ask for no width: no row of theirs is read again.)
+            read_in_runs(reader(key), ok, delta, (lo, up, met), rel, abs_, again=not upper_only)
     if sampling != "poisson" and not upper_only:
         lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one & ~zero, kw)
     if rare_up is not None:
@@ -277,6 +261,75 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     lo[bad] = up[bad] = np.nan
     met[bad] = False
     return Tight(lo, up, method, _bounds(method, met), met)
+
+
+#: The errors with which the PLD engine declines a reading (beyond what its grids represent).
+PLD_FAILURES = (MemoryError, ZeroDivisionError, OverflowError, FloatingPointError, ValueError)
+
+#: :func:`read_in_runs` reads together the δ within this factor of the smallest of their run (a δ decades
+#: below the others makes the grids they share coarser, and their windows longer, than their own).
+DELTA_SPAN = 1e3
+
+
+def read_in_runs(read, rows, deltas, into: tuple, rel: float, abs_: float, again: bool = True) -> None:
+    """Certified ends of one mechanism at the δ of ``rows``, into the arrays ``into`` = (lower, upper, met):
+    ``read(sel)`` gives (lower, upper, met) arrays for the rows ``sel`` (sorted by δ; an ε(δ) curve shares
+    its compositions), read together in runs of δ within DELTA_SPAN of each other (:func:`_settle`). With
+    ``again``, a row of a run that misses its width is read again alone — where the run's other δ held its
+    grid back — and keeps the larger lower end and the smaller upper end of the two readings (both
+    certified)."""
+    from .pld.engine import within
+
+    lo_r, up_r, met_r = into
+
+    def store(sel):
+        lo, up, met = read(sel)
+        lo_r[sel], up_r[sel], met_r[sel] = lo, up, met
+
+    rows = np.asarray(rows)
+    rows = rows[np.argsort(deltas[rows], kind="stable")]
+    start = 0
+    for k in range(1, rows.size + 1):
+        if k < rows.size and deltas[rows[k]] <= DELTA_SPAN * deltas[rows[start]]:
+            continue
+        run = rows[start:k]
+        start = k
+        _settle(store, run, deltas)
+        if run.size < 2 or not again:
+            continue
+        for i in run[np.isfinite(up_r[run]) & ~met_r[run]]:
+            try:
+                lo2, up2, met2 = (float(np.asarray(v)[0]) for v in read(np.array([i])))
+            except PLD_FAILURES:
+                continue
+            if not math.isfinite(up2):
+                continue
+            up = min(float(up_r[i]), up2)
+            lo = float(np.nanmax([lo_r[i], lo2])) if np.isfinite([lo_r[i], lo2]).any() else math.nan
+            met = bool(met_r[i]) or bool(met2)
+            if math.isfinite(lo):
+                met = bool(within(lo, up, rel, abs_))
+            lo_r[i], up_r[i], met_r[i] = lo, up, met
+
+
+def _settle(read, rows: np.ndarray, deltas: np.ndarray) -> None:
+    """``read(rows)`` for all rows at once; where the engine declines (:data:`PLD_FAILURES`) — beyond what
+    the PLD grid can represent for the smallest δ, perhaps — the largest δ alone and, if that is read, each
+    half in turn (a few failed readings per level, not one per δ). Rows never read are left unanswered."""
+    rows = rows[np.argsort(deltas[rows], kind="stable")]
+    try:
+        read(rows)
+        return
+    except PLD_FAILURES:
+        if rows.size == 1:
+            return
+    try:
+        read(rows[-1:])
+    except PLD_FAILURES:
+        return  # the easiest δ fails: so would the others
+    for part in (rows[rows.size // 2 : -1], rows[: rows.size // 2]):
+        if part.size:
+            _settle(read, part, deltas)
 
 
 def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
