@@ -529,19 +529,13 @@ def pld_total(parts: list[Part], delta: float, width: float | None = None) -> To
     return pld_totals(parts, [delta], width)[0]
 
 
-def width_of(kw: dict) -> tuple[float, float]:
-    """The engine's (relative, absolute) width target from its keyword arguments (its defaults where absent)."""
-    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH
-
-    return kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
-
-
 def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[Total | None]:
     """:func:`pld_total` at each δ of ``deltas``, from one reading of the engine where it can: an ε(δ) curve
     shares its compositions (one per tilt), so a grid of a thousand δ costs about what a few do. Where the
     reading of all fails (a grid the smallest δ needs does not fit), the largest δ alone, then each half in
     turn, as plan-sgd does. A balls-in-bins epoch's construction depends on δ: each δ is read on its own."""
     from dpcalc.core import pld, sgd
+    from dpcalc.core.pld.engine import widths
 
     deltas = [float(d) for d in np.atleast_1d(np.asarray(deltas, float))]
     out: list[Total | None] = [None] * len(deltas)
@@ -584,7 +578,7 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             )
             return r.lower, r.upper, r.met
 
-        sgd.read_in_runs(tg, rows, d_all, (lo_r, up_r, met_r), *width_of(kw))
+        sgd.read_in_runs(tg, rows, d_all, (lo_r, up_r, met_r), *widths(kw))
         for i in np.flatnonzero(np.isfinite(up_r)):
             out[i] = Total("pld", "upper", float(up_r[i]), deltas[i], epsilon_lower=None, met=bool(met_r[i]))
         return out
@@ -603,7 +597,7 @@ def pld_totals(parts: list[Part], deltas, width: float | None = None) -> list[To
             ans = pld.epsilon(mechs, d_all[sel], fine_upper=fine, **kw)
         return ans.lower, ans.upper, ans.met
 
-    sgd.read_in_runs(read, rows, d_all, (lo_r, up_r, met_r), *width_of(kw))
+    sgd.read_in_runs(read, rows, d_all, (lo_r, up_r, met_r), *widths(kw))
     safe = safe_side_only(parts)
     wor_dp = len(parts) == 1 and is_subsampled_dp(parts[0]) and parts[0].scheme == "without-replacement"
     for i in np.flatnonzero(np.isfinite(up_r) & np.isfinite(lo_r)):

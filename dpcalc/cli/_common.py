@@ -303,12 +303,12 @@ def scheme_wide(label: str, r, j: int) -> tuple | None:
     has some; otherwise :func:`scheme_width_warnings` does), else None."""
     import numpy as np
 
-    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from dpcalc.core.pld.engine import widths, within
 
     lo, up = float(r.lower[j]), float(r.upper[j])
     if r.warnings or not bool(r.met[j]) or not (np.isfinite(lo) and np.isfinite(up)):
         return None
-    rel, abs_ = pld_kw().get("rel", REL_WIDTH), pld_kw().get("abs_", ABS_WIDTH)
+    rel, abs_ = widths(pld_kw())
     if bool(within(lo, up, rel, abs_)):
         return None
     return label, lo, up

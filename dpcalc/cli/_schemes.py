@@ -380,7 +380,7 @@ def _lattice_family(scheme: str, m: dict, q, total, kw, idx: np.ndarray, per: in
     a lower end. A point whose bracket has no upper end (its lattice runs could not be accounted) is read on
     its own."""
     from dpcalc.core import sgd
-    from dpcalc.core.pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from dpcalc.core.pld.engine import widths, within
     from dpcalc.core.sampling import SchemeInterval, batches_per_epoch, no_amplification_uppers
 
     sig = np.asarray(m["sigma"], float)[idx]
@@ -402,7 +402,7 @@ def _lattice_family(scheme: str, m: dict, q, total, kw, idx: np.ndarray, per: in
             if r.zero_out_lower is not None:
                 zero[0, a, b] = r.zero_out_lower
     u, l_, z = lat.upper(up.ravel()), lat.lower(lo.ravel()), lat.lower(zero.ravel())
-    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    rel, abs_ = widths(kw)
     own = np.full(idx.size, np.inf)
     if scheme in ONE_BATCH:
         # Each run's own closed-form upper end (√E/σ-GDP, no amplification), where it is at most the bracket's:

@@ -197,9 +197,9 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     # The closed forms' intervals are round-off wide, which is narrow except at absurd noise (σ below
     # about 1e-7, ε near 1e13, where the error bounds grow like ε): there the row says it is wider
     # than asked, and is labelled an interval ("upper"), not "exact".
-    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from .pld.engine import widths, within
 
-    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    rel, abs_ = widths(kw)
     closed = full | one
     if closed.any():
         met[closed] = within(lo[closed], up[closed], rel, abs_)
@@ -278,8 +278,6 @@ def read_in_runs(read, rows, deltas, into: tuple, rel: float, abs_: float, again
     ``again``, a row of a run that misses its width is read again alone — where the run's other δ held its
     grid back — and keeps the larger lower end and the smaller upper end of the two readings (both
     certified)."""
-    from .pld.engine import within
-
     lo_r, up_r, met_r = into
 
     def store(sel):
@@ -287,6 +285,14 @@ def read_in_runs(read, rows, deltas, into: tuple, rel: float, abs_: float, again
         lo_r[sel], up_r[sel], met_r[sel] = lo, up, met
 
     rows = np.asarray(rows)
+    if rows.size == 1:  # (one δ: one reading, or none where the engine declines)
+        try:
+            store(rows)
+        except PLD_FAILURES:
+            pass
+        return
+    from .pld.engine import within
+
     rows = rows[np.argsort(deltas[rows], kind="stable")]
     start = 0
     for k in range(1, rows.size + 1):
@@ -346,7 +352,7 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
     independent audit found composed hulls whose lower end no adaptive choice of those pairs reaches).
     The interval is then as wide as the two constructions are apart; ``met`` says whether that is within
     the width asked for."""
-    from .pld.engine import ABS_WIDTH, REL_WIDTH, within
+    from .pld.engine import widths, within
 
     lo = lo.copy()
     met = met.copy()
@@ -356,7 +362,7 @@ def _realisable_lower(q, sigma, steps, delta, lo, up, met, rows, kw):
         p = tight_interval(q[idx], sigma[idx], steps[idx], delta[idx], "poisson", **kw)
         # (Where Poisson's engine cannot answer, ε >= 0 is all that is claimed.)
         lo[idx] = np.minimum(np.where(np.isfinite(p.lower), p.lower, 0.0), up[idx])
-        met[idx] = within(lo[idx], up[idx], kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH))
+        met[idx] = within(lo[idx], up[idx], *widths(kw))
     return lo, met
 
 
@@ -526,13 +532,13 @@ def tight_curve(
     :data:`BRACKET` (``met``: whether the interval is as narrow as asked). Rows with q = 1 or T = 1
     (closed forms) are always answered directly.
     """
-    from .pld.engine import ABS_WIDTH, REL_WIDTH
+    from .pld.engine import widths
 
     _check_sampling(sampling)
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     n = q.size
     lo, up, method, met = _blank(n, met=False)
-    rel, abs_ = kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+    rel, abs_ = widths(kw)
     lat = _lattice(q, sigma, steps, delta, max_points, budget, direct)
     if lat is None:
         # Row by row, each (q, σ) with more than max_points step counts bracketed along T (a lattice of

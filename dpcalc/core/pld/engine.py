@@ -65,6 +65,12 @@ MIN_DELTA = 1e-30
 UPPER_H = 2.0**-14
 
 
+def widths(kw: dict) -> tuple[float, float]:
+    """The (relative, absolute) width asked of an answer, from the engine's keyword arguments ``rel`` and
+    ``abs_`` (REL_WIDTH and ABS_WIDTH where absent)."""
+    return kw.get("rel", REL_WIDTH), kw.get("abs_", ABS_WIDTH)
+
+
 @dataclass(frozen=True)
 class Answer:
     lower: np.ndarray
