@@ -112,6 +112,11 @@ CASES = [
         f"plan-sgd {MNIST} --epochs 2 --noise-multiplier 1:2:10000 --sampling shuffle",
     ),
     (
+        "plan-sgd --sampling shuffle, δ grid of 10,000 (zero-out lower ends at once)",
+        "plan-sgd --dataset-size 60000 --batch-size 256 --epochs 10 --noise-multiplier 1.1 --sampling shuffle "
+        "--delta 1e-12:1e-3:10000:log",
+    ),
+    (
         "plan-sgd --max-batch-size, σ × epochs grid of 100 × 100 (lattice)",
         f"plan-sgd {MNIST} --epochs 1:10:100 --noise-multiplier 1:2:100 --max-batch-size 300",
     ),

@@ -312,6 +312,63 @@ def test_zero_out_lower_end_orders():
     assert S.shuffle_zero_out_lower(k, S.ZERO_OUT_MAX_EPOCHS + 1, sigma, d) is None
 
 
+def test_zero_out_lower_end_of_a_delta_grid_is_each_delta_alone():
+    """A δ grid is read at once (every δ its own thresholds, the same whatever else is asked): each row has the
+    digits of its δ asked alone, in any order and with repeats, with or without a partial last epoch."""
+    d = np.array([1e-3, 1e-12, 3e-7, 1e-3, 0.2, 1e-9])
+    for k, epochs, sigma, last in ((235, 10, 1.1, None), (50, 3, 0.7, 20), (1, 4, 2.0, None), (1000, 2, 5.0, 881)):
+        grid = S.shuffle_zero_out_lower(k, epochs, sigma, d, last)
+        alone = [float(S.shuffle_zero_out_lower(k, epochs, sigma, x, last)[0]) for x in d]
+        assert grid.tolist() == alone
+        assert np.any(grid > 0) and grid[0] == grid[3]
+
+
+def test_binary_lowers_are_certified_and_agree_with_bisection():
+    """The zero-out end's crossings: for rows of binomial outcome masses (P_x, Q_x as given), each ε returned has
+    the exact δ(ε) = Σ [P_x − e^ε Q_x]_+ above the row's δ (mpmath, 40 digits: a true lower bound), 1e-6 more
+    has it at or below δ (tight), 0 is returned where δ(0) is not above δ, and the closed form agrees with plain
+    bisection from [0, top] (both within 1e-12 of max(ε, 1) of the crossing)."""
+    from scipy import stats as st
+
+    rng = np.random.default_rng(5)
+    rows, deltas = [], []
+    for i in range(40):
+        # Few outcomes, or 2 × 101 (a product with one more step: the terms too small to matter dropped).
+        n = 12 if i % 2 else 100
+        a = float(rng.uniform(0.05, 0.95))
+        b = float(a * (rng.uniform(0.2, 0.99) if i % 7 else 0.999))  # (every seventh: δ(0) below δ, ε = 0)
+        j = np.arange(n + 1)
+        lp, lq = st.binom.logpmf(j, n, a), st.binom.logpmf(j, n, b)
+        if n == 100:
+            lp = (lp[:, None] + np.log([1 - a, a])[None, :]).ravel()
+            lq = (lq[:, None] + np.log([1 - b, b])[None, :]).ravel()
+        else:
+            lp, lq = np.pad(lp, (0, 189), constant_values=-np.inf), np.pad(lq, (0, 189), constant_values=-np.inf)
+        rows.append((lp, lq))
+        deltas.append(float(np.exp(rng.uniform(np.log(1e-12), np.log(0.9)))) if i % 7 else 0.5)
+    lp = np.array([r[0] for r in rows])
+    lq = np.array([r[1] for r in rows])
+    d = np.array(deltas)
+    got = S._binary_lowers(lp, lq, d)
+    slow = S._binary_lowers(lp, lq, d, closed_form=False)
+    assert np.all(np.abs(got - slow) <= 2.5e-12 * np.maximum(np.maximum(got, slow), 1.0))
+    mp.mp.dps = 40
+
+    def exact(i, eps):
+        e = mp.exp(mp.mpf(float(eps)))
+        return sum(max(mp.exp(mp.mpf(float(x))) - e * mp.exp(mp.mpf(float(y))), 0) for x, y in zip(lp[i], lq[i]))
+
+    zeros = 0
+    for i in range(len(rows)):
+        if got[i] == 0:
+            zeros += 1
+            assert exact(i, 0.0) <= d[i] * (1 + 1e-9)
+            continue
+        assert exact(i, got[i]) > d[i]
+        assert exact(i, got[i] + 1e-6) <= d[i]
+    assert 0 < zeros < len(rows)
+
+
 def test_a_zero_out_lower_end_above_the_upper_end_is_not_reported(monkeypatch):
     """Above the upper end one of the two ends would be false: the zero-out lower end is then withheld (NaN,
     None in JSON), not clipped to the upper end."""

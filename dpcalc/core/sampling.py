@@ -342,85 +342,164 @@ def _epoch_ends(dataset_size, batch_size, epochs, sigma, delta, last_batches=Non
 ZERO_OUT_MAX_EPOCHS = 100_000
 
 
-def _threshold_pair(mu: float, k: int, run: int, c: float):
-    """(P[M > c] rounded down, Q[M > c] rounded up) and (Q[M > c] rounded down, P[M > c] rounded up) for the
-    largest of ``run`` batch outputs of an epoch of k batches, under Chua et al.'s zero-out pair: the record
-    (gradient +1 against 0, the others −1, their known sums removed) shifts its batch by 2μ under P and by μ
-    under Q, and is among the outputs run with probability run/k. None where a tail rounds to 0 or 1."""
+def _threshold_pairs(mu: float, k: int, run: int, c: np.ndarray):
+    """For each threshold c: (P[M > c] rounded down, Q[M > c] rounded up) and (Q[M > c] rounded down, P[M > c]
+    rounded up) for the largest of ``run`` batch outputs of an epoch of k batches, under Chua et al.'s zero-out
+    pair: the record (gradient +1 against 0, the others −1, their known sums removed) shifts its batch by 2μ
+    under P and by μ under Q, and is among the outputs run with probability run/k. Returns the two pairs (each
+    a pair of arrays) and where they hold (false where a tail rounds to 0 or 1: no pair there)."""
     from .pld.sampling import _log_ndtr_err
 
-    def tail(logs, errs):
+    c = np.asarray(c, float)
+
+    def tail(total, errs, abs_logs, n_logs):
         # 1 − Π Φ(·) from the sum L of the logs (each within its error; the sum's rounding is relative):
         # −expm1 is decreasing, so L's interval maps to the tail's; expm1's own rounding is relative too.
-        total = float(sum(logs))
-        err = float(sum(errs)) + (len(logs) + 2) * _U * float(sum(abs(x) for x in logs))
+        err = errs + (n_logs + 2) * _U * abs_logs
         with np.errstate(all="ignore"):
-            return float(-np.expm1(total + err)) * (1 - 4 * _U), float(-np.expm1(total - err)) * (1 + 4 * _U)
+            return -np.expm1(total + err) * (1 - 4 * _U), -np.expm1(total - err) * (1 + 4 * _U)
 
-    l0, e0 = (float(v) for v in _log_ndtr_err(np.array(c)))
+    l0, e0 = _log_ndtr_err(c)
     rho = run / k
-    none = tail([run * l0], [run * e0]) if run < k else (0.0, 0.0)  # the record not among the outputs
+    if run < k:  # the record not among the outputs
+        none = tail(run * l0, run * e0, np.abs(run * l0), 1)
     out = []
     for shift in (2.0 * mu, mu):
-        l1, e1 = (float(v) for v in _log_ndtr_err(np.array(c - shift)))
-        lo, hi = tail([l1, (run - 1) * l0], [e1, (run - 1) * e0])
+        l1, e1 = _log_ndtr_err(c - shift)
+        rest = (run - 1) * l0
+        lo, hi = tail(l1 + rest, e1 + (run - 1) * e0, np.abs(l1) + np.abs(rest), 2)
         if run < k:  # a mixture of the two tails, weights 1 − ρ and ρ (each product within 2u)
             lo = ((1 - rho) * none[0] + rho * lo) * (1 - 4 * _U)
             hi = ((1 - rho) * none[1] + rho * hi) * (1 + 4 * _U)
         out.append((lo, hi))
     (p_lo, p_hi), (q_lo, q_hi) = out
-    if not (np.isfinite(p_hi) and np.isfinite(q_hi) and 0 < q_lo and p_hi < 1 and p_lo > q_hi):
-        return None
-    return (p_lo, q_hi), (q_lo, p_hi)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(p_hi) & np.isfinite(q_hi) & (q_lo > 0) & (p_hi < 1) & (p_lo > q_hi)
+    return (p_lo, q_hi), (q_lo, p_hi), ok
 
 
-def _binary_lower(pairs: list, delta: float) -> float:
-    """The largest ε at which the composition of two-point pairs (a, b) = (P[A], Q[A]) — a product of
-    binomials, one per distinct pair with its count — certainly has δ(ε) = Σ [P_x − e^ε Q_x]_+ above
-    ``delta``: a certified lower bound on the ε of any mechanism these pairs are post-processings of
-    (0 where even ε = 0 is not above it)."""
-    from .pld.sampling import _binom_weights
+def _binary_lowers(lp_lo: np.ndarray, lq_hi: np.ndarray, delta: np.ndarray, closed_form: bool = True) -> np.ndarray:
+    """Per row of log-masses (lp_lo rounded down, lq_hi rounded up: the m outcomes x of a composition of
+    two-point pairs, P_x and Q_x), the largest ε at which δ(ε) = Σ [P_x − e^ε Q_x]_+ is certainly above the
+    row's ``delta`` (to within 1e-12 of max(ε, 1)): a certified lower bound on the ε of any mechanism the pairs
+    are post-processings of (0 where even ε = 0 is not above it).
 
-    lp_all, lq_all = np.zeros(1), np.zeros(1)
-    ep_all, eq_all = np.zeros(1), np.zeros(1)
-    for (a, b), n in pairs:
-        lp, ep = _binom_weights(n, a)
-        lq, eq = _binom_weights(n, b)
-        lp_all = (lp_all[:, None] + lp[None, :]).ravel()
-        lq_all = (lq_all[:, None] + lq[None, :]).ravel()
-        ep_all = (ep_all[:, None] + ep[None, :]).ravel()
-        eq_all = (eq_all[:, None] + eq[None, :]).ravel()
-    # Each exp within 2u of itself; the sum of m non-negative terms within (m + 2)u.
-    lp_lo = lp_all - ep_all - 4 * _U * (np.abs(lp_all) + 1.0)
-    lq_hi = lq_all + eq_all + 4 * _U * (np.abs(lq_all) + 1.0)
-    m = lp_all.size
+    The check of an ε (``above``) is the certified one: the positive parts summed (m non-negative terms, each
+    exponential within 2u: within (m + 8)u of the sum, in any order) and compared with δ. Terms whose P-mass is
+    below δ·e^-40/m cannot matter, and dropping a term only lowers the sum: each row keeps the window from its
+    first to its last term kept (a binomial's kept terms are a run), the others in it set to 0, and sums it in
+    order (a running sum: the zeros that pad a window to its chunk's widest add nothing, so a row's digits do
+    not depend on the rows beside it). The ε checked comes from the sum's closed form: with the likelihood
+    ratios sorted, between two of them the sum is CP − e^ε·CQ (the outcomes above ε), solved for δ on each
+    segment; the candidate is checked to hold and its neighbour 2e-12·max(ε, 1) above it not to. A row where
+    either check fails (round-off about a crossing) is bisected as before the closed form (60 halvings at most,
+    from the side that holds); ``closed_form`` false bisects every row from [0, top]."""
+    rows, m = lp_lo.shape
+    delta = np.asarray(delta, float)
     shrink = 1.0 - (m + 8) * _U
     with np.errstate(all="ignore"):
-        top = float(np.max(np.where(np.isfinite(lp_lo - lq_hi), lp_lo - lq_hi, 0.0)))
-        # Terms whose P-mass is below δ·e^-40/m cannot matter, and dropping a term only lowers the sum (its
-        # positive part): the search runs on the rest, their P-masses exponentiated once.
-        keep = lp_lo > np.log(delta) - np.log(m) - 40.0
-        p_keep, lq_keep = np.exp(lp_lo[keep]), lq_hi[keep]
+        ratio = lp_lo - lq_hi
+        top = np.max(np.where(np.isfinite(ratio), ratio, 0.0), axis=1)
+        keep = lp_lo > (np.log(delta) - np.log(m) - 40.0)[:, None]
+    first = np.argmax(keep, axis=1)
+    last = m - 1 - np.argmax(keep[:, ::-1], axis=1)
+    width = int(np.max(np.where(keep.any(axis=1), last - first + 1, 1), initial=1))
+    cols = first[:, None] + np.arange(width)[None, :]
+    inside = cols <= last[:, None]
+    cols = np.minimum(cols, m - 1)
+    kept = np.take_along_axis(keep, cols, axis=1) & inside
+    with np.errstate(all="ignore"):
+        p = np.where(kept, np.exp(np.take_along_axis(lp_lo, cols, axis=1)), 0.0)
+        lq = np.where(kept, np.take_along_axis(lq_hi, cols, axis=1), -np.inf)
 
-    def above(eps: float) -> bool:
+    def above(eps, sel=slice(None)):
         with np.errstate(all="ignore"):
-            terms = p_keep - np.exp(np.minimum(eps + lq_keep, 700.0))
-            return bool(np.sum(np.maximum(terms, 0.0)) * shrink > delta)
+            terms = p[sel] - np.exp(np.minimum(eps[:, None] + lq[sel], 700.0))
+            return np.cumsum(np.maximum(terms, 0.0), axis=1)[:, -1] * shrink > delta[sel]
 
-    if not above(0.0):
-        return 0.0
-    lo, hi = 0.0, max(top, 0.0) + 1.0
-    if above(hi):
-        return 0.0  # (cannot happen: no term is positive past the largest loss) — no claim
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if above(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(hi, 1.0):
-            break
-    return lo
+    with np.errstate(all="ignore"):
+        r = np.where(kept, np.log(p) - lq, -np.inf)
+        # (Sorted, the outcomes kept come first: the columns past the most any row keeps are left out.)
+        order = np.argsort(-r, axis=1, kind="stable")[:, : max(int(kept.sum(axis=1).max(initial=0)), 1)]
+        r_sorted = np.take_along_axis(r, order, axis=1)
+        cp = np.cumsum(np.take_along_axis(p, order, axis=1), axis=1)
+        cq = np.cumsum(np.exp(np.take_along_axis(lq, order, axis=1)), axis=1)
+        e_seg = np.log((cp - (delta / shrink)[:, None]) / cq)
+        below = np.concatenate([r_sorted[:, 1:], np.full((rows, 1), -np.inf)], axis=1)  # (−inf: past the last kept)
+        on_seg = np.isfinite(e_seg) & (e_seg <= r_sorted) & (e_seg >= below)
+        star = np.max(np.where(on_seg, e_seg, -np.inf), axis=1)
+    hi0 = np.maximum(top, 0.0) + 1.0
+    tol = 1e-12 * np.maximum(star, 1.0)
+    cand = np.where(np.isfinite(star), np.clip(star - tol, 0.0, hi0), 0.0)
+    step_up = cand + 2 * tol
+    if closed_form:
+        holds, next_holds = above(cand), above(np.minimum(step_up, hi0))
+    else:
+        holds, next_holds = np.zeros(rows, dtype=bool), np.ones(rows, dtype=bool)
+    good = holds & ~next_holds & (step_up <= hi0)
+    out = np.where(good, cand, 0.0)
+    rest = np.flatnonzero(~good)
+    if rest.size:
+        lo = np.where(holds[rest], cand[rest], 0.0)
+        hi = np.where(~next_holds[rest] & (step_up[rest] <= hi0[rest]), step_up[rest], hi0[rest])
+        # No claim where ε = 0 is not above δ, or where even the top is (cannot happen: no term is positive
+        # past the largest ratio).
+        live = above(np.zeros(rest.size), rest) & ~above(hi0[rest], rest)
+        done = ~live
+        for _ in range(60):
+            if done.all():
+                break
+            i = np.flatnonzero(~done)
+            mid = 0.5 * (lo[i] + hi[i])
+            up = above(mid, rest[i])
+            lo[i] = np.where(up, mid, lo[i])
+            hi[i] = np.where(up, hi[i], mid)
+            done[i] = hi[i] - lo[i] <= 1e-12 * np.maximum(hi[i], 1.0)
+        out[rest] = np.where(live, lo, 0.0)
+    return out
+
+
+#: :func:`_zero_out_values` works on at most this many (threshold, outcome) cells at once.
+ZERO_OUT_CELLS = 1 << 20
+
+
+def _zero_out_values(mu: float, k: int, whole: int, run: int, c: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """The zero-out lower end read through the threshold test at each c (with its own δ; flat arrays): the
+    better of the two orders of the datasets (swapping them is realisable too), each the exact composition of
+    ``whole`` epochs' two-point pairs and, where ``run`` < k, the partial epoch's (products of binomials); 0
+    where a pair does not hold."""
+    from .pld.sampling import _binom_weights_rows
+
+    c, delta = np.asarray(c, float).ravel(), np.asarray(delta, float).ravel()
+    parts, ok = [], np.ones(c.shape, dtype=bool)
+    for n, r in ((whole, k), (1 if run < k else 0, run)):
+        if n > 0:
+            side0, side1, holds = _threshold_pairs(mu, k, r, c)
+            parts.append(((side0, side1), n))
+            ok &= holds
+    m = int(np.prod([n + 1 for _, n in parts]))
+    out = np.zeros(c.shape)
+    todo = np.flatnonzero(ok)
+    chunk = max(ZERO_OUT_CELLS // m, 1)
+    for s in range(0, todo.size, chunk):
+        sel = todo[s : s + chunk]
+        best = np.zeros(sel.size)
+        for side in (0, 1):
+            lp_all, lq_all, ep_all, eq_all = (np.zeros((sel.size, 1)) for _ in range(4))
+            for pair, n in parts:
+                a, b = pair[side]
+                lp, ep = _binom_weights_rows(n, a[sel])
+                lq, eq = _binom_weights_rows(n, b[sel])
+                lp_all, lq_all, ep_all, eq_all = (
+                    (x[:, :, None] + y[:, None, :]).reshape(sel.size, -1)
+                    for x, y in ((lp_all, lp), (lq_all, lq), (ep_all, ep), (eq_all, eq))
+                )
+            # Each exp within 2u of itself (the sums' rounding is in _binary_lowers' shrink).
+            lp_lo = lp_all - ep_all - 4 * _U * (np.abs(lp_all) + 1.0)
+            lq_hi = lq_all + eq_all + 4 * _U * (np.abs(lq_all) + 1.0)
+            best = np.maximum(best, _binary_lowers(lp_lo, lq_hi, delta[sel]))
+        out[sel] = best
+    return out
 
 
 def shuffle_zero_out_lower(batches: int, epochs: int, sigma: float, delta, last_batches: int | None = None):
@@ -430,7 +509,8 @@ def shuffle_zero_out_lower(batches: int, epochs: int, sigma: float, delta, last_
     through a threshold test on the largest batch output, {M > c}: a two-point post-processing of each
     epoch, composed exactly over the E epochs (binomials, with error bounds) — the best over thresholds c.
     The last epoch, where the run stops after ``last_batches`` < k batches, is the partial one. None past
-    :data:`ZERO_OUT_MAX_EPOCHS` epochs."""
+    :data:`ZERO_OUT_MAX_EPOCHS` epochs. Every δ has its own thresholds (the same whatever other δ are asked
+    with it) and all are read at once."""
     k, e = int(batches), int(epochs)
     r = k if last_batches is None else int(last_batches)
     d = _delta(delta)
@@ -439,33 +519,24 @@ def shuffle_zero_out_lower(batches: int, epochs: int, sigma: float, delta, last_
     mu = 1.0 / float(sigma)
     whole = e - 1 if r < k else e
 
-    def value(c: float, dl: float) -> float:
-        parts = ([(_threshold_pair(mu, k, k, c), whole)] if whole > 0 else []) + (
-            [(_threshold_pair(mu, k, r, c), 1)] if r < k else []
-        )
-        if any(pair is None for pair, _ in parts):
-            return 0.0
-        # Both orders: swapping the datasets is realisable too.
-        return max(_binary_lower([(pair[side], n) for pair, n in parts], dl) for side in (0, 1))
-
     from scipy import special as _special
 
     z = float(_special.ndtri(1.0 - 1.0 / (2.0 * k))) if k > 1 else 0.0
-    out = np.zeros(d.shape)
-    for i, dl in enumerate(d):
-        # Thresholds from about the noise's largest batch output to where the shifted batch's tail is δ.
-        grid = z + np.linspace(-1.0, 2.0 * mu + np.sqrt(2.0 * np.log(1.0 / dl)) + 1.0, 33)
-        vals = [value(float(c), float(dl)) for c in grid]
-        j = int(np.argmax(vals))
-        best, c_best, step = vals[j], float(grid[j]), float(grid[1] - grid[0])
-        for _ in range(3):  # finer grids around the best threshold (every value is a certified bound)
-            for c in c_best + np.linspace(-step, step, 9):
-                v = value(float(c), float(dl))
-                if v > best:
-                    best, c_best = v, float(c)
-            step /= 4.0
-        out[i] = best
-    return out
+    rows = np.arange(d.size)
+    # Thresholds from about the noise's largest batch output to where the shifted batch's tail is δ.
+    grid = z + np.linspace(-1.0, 2.0 * mu + np.sqrt(2.0 * np.log(1.0 / d)) + 1.0, 33, axis=1)
+    vals = _zero_out_values(mu, k, whole, r, grid, np.repeat(d, grid.shape[1])).reshape(grid.shape)
+    j = np.argmax(vals, axis=1)
+    best, c_best, step = vals[rows, j], grid[rows, j], grid[:, 1] - grid[:, 0]
+    for _ in range(3):  # finer grids around the best threshold (every value is a certified bound)
+        cs = c_best[:, None] + np.linspace(-step, step, 9, axis=1)
+        v = _zero_out_values(mu, k, whole, r, cs, np.repeat(d, cs.shape[1])).reshape(cs.shape)
+        jj = np.argmax(v, axis=1)  # the first best, as a scan keeping only strictly better ones would
+        better = v[rows, jj] > best
+        best = np.where(better, v[rows, jj], best)
+        c_best = np.where(better, cs[rows, jj], c_best)
+        step = step / 4.0
+    return best
 
 
 def _one_batch_per_epoch(dataset_size, batch_size, epochs, sigma, delta, last_batches, upper_note, lower_note, **kw):

@@ -375,12 +375,20 @@ def truncated_poisson_lower_rate(rate: float, others: int, max_batch: int) -> fl
 
 def _binom_weights(k: int, q: float):
     """w_j = C(K, j) q^j (1 − q)^(K − j), j = 0..K, in logs, with an absolute error bound on each log."""
+    lw, err = _binom_weights_rows(k, np.array([q], float))
+    return lw[0], err[0]
+
+
+def _binom_weights_rows(k: int, q: np.ndarray):
+    """:func:`_binom_weights` for many q at once: a row of K + 1 log-weights, and their error bounds, per q
+    (the same operations, so the same digits as one q's)."""
+    q = np.asarray(q, float).reshape(-1, 1)
     j = np.arange(k + 1, dtype=float)
     lq, l1q = np.log(q), np.log1p(-q)
     lc = special.gammaln(k + 1.0) - special.gammaln(j + 1.0) - special.gammaln(k - j + 1.0)
     lw = lc + j * lq + (k - j) * l1q
     # gammaln's error (relative, a few ulps; allowance 64u of its value) and the sums' rounding.
-    err = 64 * _U * (special.gammaln(k + 1.0) * 3 + j * abs(lq) + (k - j) * abs(l1q) + 1.0) + BINOM_REL
+    err = 64 * _U * (special.gammaln(k + 1.0) * 3 + j * np.abs(lq) + (k - j) * np.abs(l1q) + 1.0) + BINOM_REL
     return lw, err
 
 
