@@ -592,7 +592,60 @@ _discrete_times = grid_option("--times", allowed=COUNT, default="1", help="How m
 _discrete_delta = grid_option("--delta", allowed=PROBABILITY, required=True, help="δ at which to report the total ε.")
 
 
-def _discrete_compose(command, inputs, grids, make, echo, cols, times, delta, accountant, fmt, as_json, notes=()):
+#: A discrete composition grid of more settings than this (distinct inputs other than δ) is accounted on a
+#: lattice of at most DISCRETE_LATTICE of them, the other settings bracketed (:func:`_discrete_lattice`).
+DISCRETE_DIRECT = 256
+DISCRETE_LATTICE = 128
+#: Method of a discrete composition row bracketed between settings accounted on a lattice.
+DISCRETE_BRACKET = "bracket"
+
+
+#: Inputs along which each discrete composition's privacy loss is monotone (+1: grows with the input, −1: falls),
+#: proved for the mechanism and for the pairs its engines account: k runs are a post-processing of k + 1 (the
+#: last output dropped); k-ary randomized response at ε₀ is the one at ε₀' > ε₀ followed by a k-ary randomized
+#: response channel (symmetric channels compose to one, keeping the value with a smaller probability); every
+#: ε₀-bounded-range mechanism is ε₀'-bounded-range, so the worst case over the class (the pair composed, the
+#: zCDP and KOV bounds) cannot fall as ε₀ grows; and the discrete Laplace of scale t' > t is that of scale t plus
+#: independent noise (its characteristic function over t's is a mixture of 1 and the scale-t' one's, with
+#: positive weights: tests/test_discrete_cli.py checks the convolution). The discrete Gaussian's σ is kept exact:
+#: no such decomposition is known to us (its factor ratios are not positive definite one by one), and neither
+#: are the sensitivity and the number of categories.
+_DISCRETE_DIRS = {
+    "discrete-gaussian": {"times": 1},
+    "discrete-laplace": {"scale": -1, "times": 1},
+    "randomized-response": {"epsilon": 1, "times": 1},
+    "bounded-range": {"epsilon": 1, "times": 1},
+}
+
+
+def _discrete_lattice(settings: list, dirs: list):
+    """For a grid of more than DISCRETE_DIRECT ``settings`` (tuples of input values, one axis each): the lattice
+    of at most DISCRETE_LATTICE of them to account (each axis's values spread evenly in log scale, both ends
+    kept; ``dirs`` per axis: +1 where more of it means more privacy loss, −1 less, 0 an axis kept exact) and, per
+    setting, the lattice point with as much loss or more on every axis (``hard``), the one with as little or
+    less (``easy``) and whether it is on the lattice. None where the grid is small, where its exact axes alone
+    would exceed the lattice, or where the lattice would be mostly settings no row asked for."""
+    import numpy as np
+
+    from dpcalc.core import sgd
+
+    if len(settings) <= DISCRETE_DIRECT or not any(dirs):
+        return None
+    cols = [np.array([s[a] for s in settings], float) for a in range(len(dirs))]
+    picks = sgd.lattice_picks([np.unique(col) for col in cols], dirs, DISCRETE_LATTICE)
+    if picks is None:
+        return None
+    points = [g.ravel() for g in np.meshgrid(*picks, indexing="ij")]
+    if not sgd._mostly_asked(cols, points):
+        return None
+    hard, easy, on = sgd.nearest_picks(cols, picks, dirs)
+    shape = tuple(p.size for p in picks)
+    return points, np.ravel_multi_index(hard, shape), np.ravel_multi_index(easy, shape), on
+
+
+def _discrete_compose(
+    command, inputs, grids, make, echo, cols, times, delta, accountant, fmt, as_json, notes=(), dirs=None
+):
     """k-fold composition of one discrete mechanism per grid point, by every sound engine (docs/discrete.md).
 
     ``make(m, i)`` is the mechanism at mesh point i, ``echo(m, i)`` its input columns. Each point's totals are
@@ -600,6 +653,13 @@ def _discrete_compose(command, inputs, grids, make, echo, cols, times, delta, ac
     certified interval), zCDP (ρ = Δ²/(2σ²) for the discrete Gaussian, ε₀²/8 for bounded range, ε²/2 for ε-DP),
     RDP, basic kε for ε-DP mechanisms, the closed form of one run (exact) and the optimal composition of k ε-DP
     runs (KOV); the tightest sound one is marked.
+
+    ``dirs`` (per grid option, and ``times``): +1 where a larger value means more privacy loss, −1 less, 0 (or
+    absent) an input kept exact. A grid of more than DISCRETE_DIRECT settings (inputs other than δ) is accounted
+    on a lattice of them (:func:`_discrete_lattice`): a setting on it gets its own rows; any other one row
+    (method ``bracket``) whose ε is the smallest sound upper end of any method at the nearest lattice setting
+    with as much loss or more, and whose ε ≥ is the largest certified lower end at the nearest with as little or
+    less — sound wherever the true ε is monotone along the axes, which ``dirs`` states only where it is proved.
     """
     import numpy as np
 
@@ -608,23 +668,87 @@ def _discrete_compose(command, inputs, grids, make, echo, cols, times, delta, ac
 
     refuse_width_without_pld(accountant)
     m = c.mesh(**grids, times=times, delta=delta)
+    keys = [key for key in m if key != "delta"]
     # Mesh points that differ only in δ are read together: one PLD reading gives all their δ.
     same: dict = {}
     for i in range(m["delta"].size):
-        same.setdefault(tuple(float(m[key][i]) for key in m if key != "delta"), []).append(i)
-    found: dict = {}
-    for idx in same.values():
-        obj, k = make(m, idx[0]), int(m["times"][idx[0]])
+        same.setdefault(tuple(float(m[key][i]) for key in keys), []).append(i)
+
+    def account(setting, deltas):
+        point = {key: np.array([v]) for key, v in zip(keys, setting)}
         try:
-            many = compose_parts_many(
-                flatten(obj, k), [float(m["delta"][i]) for i in idx], with_pld=accountant != "rdp", width=c.pld_width()
+            return compose_parts_many(
+                flatten(make(point, 0), int(setting[keys.index("times")])),
+                deltas,
+                with_pld=accountant != "rdp",
+                width=c.pld_width(),
             )
         except ObjectError as exc:
             raise click.UsageError(str(exc)) from None
-        found.update(zip(idx, many))
+
+    settings = list(same)
+    lat = _discrete_lattice(settings, [(dirs or {}).get(key, 0) for key in keys])
+    found: dict = {}
+    bracketed: dict = {}  # mesh index -> (lower, upper, met)
+    if lat is None:
+        for setting, idx in same.items():
+            found.update(zip(idx, account(setting, [float(m["delta"][i]) for i in idx])))
+    else:
+        points, hard, easy, on = lat
+        ds = np.unique(m["delta"])
+        at = {}  # lattice point -> {δ: totals}
+
+        def totals_at(j):
+            if j not in at:
+                at[j] = dict(zip(ds.tolist(), account(tuple(float(p[j]) for p in points), ds.tolist())))
+            return at[j]
+
+        from dpcalc.core.pld.engine import widths, within
+
+        rel, abs_ = widths(c.pld_kw())
+        for s, (setting, idx) in enumerate(same.items()):
+            if on[s]:
+                mine = totals_at(int(hard[s]))
+                found.update((i, mine[float(m["delta"][i])]) for i in idx)
+                continue
+            up_t, lo_t = totals_at(int(hard[s])), totals_at(int(easy[s]))
+            for i in idx:
+                d = float(m["delta"][i])
+                ups = [t.epsilon for t in up_t[d] if t.bound in ("exact", "upper") and np.isfinite(t.epsilon)]
+                los = [t.epsilon_lower for t in lo_t[d] if t.epsilon_lower is not None] + [
+                    t.epsilon for t in lo_t[d] if t.bound == "exact"
+                ]
+                up = min(ups) if ups else np.inf
+                lo = min(max(los, default=0.0), up)
+                bracketed[i] = (lo, up, bool(within(lo, up, rel, abs_)))
     rows, warnings, objects = [], [], {}
+    wide = 0
     for i in range(m["delta"].size):
         obj, k, d = make(m, i), int(m["times"][i]), float(m["delta"][i])
+        if i in bracketed:
+            lo, up, met = bracketed[i]
+            if not np.isfinite(up):
+                raise click.UsageError(
+                    f"the total ε of {k} runs is too large to represent (over 1e308); use a smaller '--times' or a "
+                    "more private mechanism."
+                )
+            wide += not met
+            rows.append(
+                dict(
+                    echo(m, i),
+                    times=k,
+                    delta=c.f(d),
+                    rho=None,
+                    epsilon_lower=lo,
+                    epsilon_width=up - lo,
+                    epsilon=up,
+                    order=None,
+                    method=DISCRETE_BRACKET,
+                    bound="upper",
+                )
+            )
+            objects[Composed(((obj, k),))] = None
+            continue
         totals = [t for t in found[i] if np.isfinite(t.epsilon)]
         if not totals:
             raise click.UsageError(
@@ -648,6 +772,14 @@ def _discrete_compose(command, inputs, grids, make, echo, cols, times, delta, ac
             if t.epsilon_lower is not None:
                 warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
         objects[Composed(((obj, k),))] = None
+    if bracketed:
+        warnings.append(
+            f"{len(bracketed)} rows (method bracket) lie between the {int(lat[0][0].size)} settings accounted on a "
+            f"lattice (a grid of more than {DISCRETE_DIRECT} settings): ε is the smallest sound upper end at the "
+            "nearest accounted setting with as much privacy loss or more, ε ≥ the largest certified lower end at the "
+            f"nearest with as little or less; {wide} of them are wider than asked. Give at most {DISCRETE_DIRECT} "
+            "settings (inputs other than δ) to have every row accounted on its own."
+        )
     _mark_tightest(rows, [col[0] for col in cols] + ["times", "delta"])
     cols = [
         *cols,
@@ -709,6 +841,7 @@ def discrete_gaussian(sigma, sensitivity, times, delta, accountant, fmt, as_json
         fmt,
         as_json,
         notes=["σ is the discrete Gaussian's parameter; its standard deviation is smaller."],
+        dirs=_DISCRETE_DIRS["discrete-gaussian"],
     )
 
 
@@ -742,6 +875,7 @@ def discrete_laplace(scale, sensitivity, times, delta, accountant, fmt, as_json)
         accountant,
         fmt,
         as_json,
+        dirs=_DISCRETE_DIRS["discrete-laplace"],
     )
 
 
@@ -775,6 +909,7 @@ def randomized_response(epsilon, k, times, delta, accountant, fmt, as_json):
         accountant,
         fmt,
         as_json,
+        dirs=_DISCRETE_DIRS["randomized-response"],
     )
 
 
@@ -813,6 +948,7 @@ def bounded_range(epsilon, times, delta, accountant, fmt, as_json):
         fmt,
         as_json,
         notes=["Adaptive composition; the non-adaptive optimum of Dong–Durfee–Rogers can be smaller."],
+        dirs=_DISCRETE_DIRS["bounded-range"],
     )
 
 
