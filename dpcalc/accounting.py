@@ -769,6 +769,8 @@ def _discrete_closed_forms(p: Part, deltas: list[float]) -> list[Total | None]:
                 bound = "exact"
             elif p.kind != "dgauss" and p.times <= _comp.KOV_MAX_TIMES:
                 e, method, bound = _comp.optimal_homogeneous(p.epsilon, 0.0, p.times, dl), "optimal-kov", "upper"
+            elif p.kind == "dgauss":
+                return _dgauss_sum_totals(p, dl)
             else:
                 return [None] * len(deltas)
     except (ValidationError, MemoryError, OverflowError, ArithmeticError):
@@ -776,6 +778,32 @@ def _discrete_closed_forms(p: Part, deltas: list[float]) -> list[Total | None]:
         return [None] if len(deltas) == 1 else [_discrete_closed_form(p, d) for d in deltas]
     e = np.broadcast_to(np.asarray(e, float), dl.shape)
     return [Total(method, bound, float(x), d) if math.isfinite(x) else None for x, d in zip(e, deltas)]
+
+
+def _dgauss_sum_totals(p: Part, dl: np.ndarray) -> list[Total | None]:
+    """k > 1 runs of one discrete Gaussian by the exact law of their sum (:mod:`dpcalc.core.dgauss_fold`): a
+    certified interval as narrow as round-off (method ``discrete-gaussian-sum``), where its convolutions are
+    small enough (σ up to a few, or few runs); else none (the PLD engine answers)."""
+    from dpcalc.core.dgauss_fold import dgauss_fold_epsilon
+    from dpcalc.core.pld.sizing import ABS_WIDTH, REL_WIDTH, within
+
+    got = dgauss_fold_epsilon(p.sigma, p.sensitivity, p.times, dl)
+    if got is None:
+        return [None] * dl.size
+    lo, up = got
+    return [
+        Total(
+            "discrete-gaussian-sum",
+            "upper",
+            float(u),
+            float(d),
+            epsilon_lower=float(x),
+            met=bool(within(x, u, REL_WIDTH, ABS_WIDTH)),
+        )
+        if math.isfinite(u)
+        else None
+        for x, u, d in zip(lo, up, dl)
+    ]
 
 
 def _rho(p: Part) -> float:

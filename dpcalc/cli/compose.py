@@ -815,12 +815,15 @@ def _discrete_compose(
 @output_options
 @budget_option
 def discrete_gaussian(sigma, sensitivity, times, delta, accountant, fmt, as_json):
-    """k-fold composition of a discrete Gaussian mechanism: PLD, zCDP (ρ = kΔ²/(2σ²)), RDP, exact for k = 1.
+    """k-fold composition of a discrete Gaussian mechanism: PLD, the law of the sum, zCDP (ρ = kΔ²/(2σ²)), RDP.
 
     The discrete Gaussian is Δ²/(2σ²)-zCDP (Canonne, Kamath & Steinke 2020,
     Thm 4) but not known to be Δ/σ-GDP: no μ is reported. One run's ε at δ is
     exact (method discrete-gaussian-cks); k runs are accounted by privacy loss
-    distributions (a certified interval) beside the zCDP and RDP bounds.
+    distributions (a certified interval), by the exact law of the outputs' sum
+    where its convolutions are small (discrete-gaussian-sum: a certified
+    interval as narrow as round-off; σ up to a few, or few runs), and by the
+    zCDP and RDP bounds.
 
     \b
     Example:
