@@ -65,7 +65,7 @@ def _law_of_sum(p, rel, times: int, floor: float):
     # Masses too small to keep their relative precision in a double (subnormal) are dropped, and counted.
     small = p < 1e-300
     p = np.where(small, 0.0, p)
-    base = (p, -n, float(-np.log1p(-rel)) if rel < 0.5 else np.inf, float(np.count_nonzero(small)) * 1e-300)
+    base = (p, -n, float(-np.log1p(-rel)) if rel < 0.5 else np.inf, float(np.count_nonzero(small)) * 1.01e-300)
     out = None
     k = int(times)
     while True:
@@ -94,11 +94,13 @@ def _law_of_sum(p, rel, times: int, floor: float):
 def _curves(mass, first, err, lost, tails, sigma, sens, times, eps):
     """Lower and upper δ at each ε (rows) from the law of the sum."""
     s = first + np.arange(mass.size, dtype=np.float64)
-    # L(s) = Δ(kΔ − 2s)/(2σ²): kΔ − 2s and Δ·(…) exact (integers below 2^53), σ², the doubling and the
-    # division rounded: within 3u relative, and a hair.
+    # L(s) = Δ(kΔ − 2s)/(2σ²): kΔ − 2s and Δ·(…) exact (integers below 2^53, checked by the caller), σ², the
+    # doubling and the division rounded: within 3u relative. The arguments ε − L ∓ η below are rounded too (two
+    # subtractions: 2u of |ε| + |L| + η); η covers both, so that each term's factor 1 − e^{ε − L ∓ η} stays on
+    # its side (its slope is at most 1 in the argument).
     ell = sens * (times * sens - 2.0 * s) / (2.0 * (sigma * sigma))
-    eta = 3.01 * _U * np.abs(ell) + 1e-300
     e = np.asarray(eps, float)[:, None]
+    eta = 5.1 * _U * (np.abs(ell) + np.abs(e)) + 1e-300
     up_f, lo_f = np.exp(err), -np.expm1(-err)  # the masses' factors: at most ×e^err, at least ×(1 − (1 − e^−err))
     m = mass.size
     with np.errstate(all="ignore"):
@@ -108,7 +110,7 @@ def _curves(mass, first, err, lost, tails, sigma, sens, times, eps):
     hi = np.sum(t_up, axis=1) * up_f * (1 + (m + 8) * _U) + (lost + tails) * (1 + 4 * _U)
     # (The lost mass also bounds what round-off near the smallest doubles can have added to the masses.)
     lo = np.sum(t_lo, axis=1) * (1 - lo_f) * (1 - (m + 8) * _U) - lost * (1 + 4 * _U)
-    return lo, hi, float(np.max(ell + eta))
+    return lo, hi, float(np.max(ell + 3.1 * _U * np.abs(ell)))
 
 
 def dgauss_fold_epsilon(sigma: float, sensitivity: int, times: int, delta):
@@ -128,6 +130,10 @@ def dgauss_fold_epsilon(sigma: float, sensitivity: int, times: int, delta):
     if law is None:
         return None
     mass, first, err, lost = law
+    # The losses are formed from integers, exactly where they stay below 2^53 (huge k·Δ: no answer here).
+    reach = float(times) * sensitivity + 2.0 * max(abs(first), abs(first + mass.size))
+    if reach * sensitivity > 2.0**52:
+        return None
     tails = 2.0 * float(tab.tail) * int(times)  # the cut tails of every run, at +∞ for the upper curve
     top = _curves(mass, first, err, lost, tails, float(sigma), int(sensitivity), int(times), np.array([0.0]))[2]
     if not (np.isfinite(err) and err < 1e-6 and (lost + tails) * (1 + 4 * _U) < 0.5 * float(d.min())):
