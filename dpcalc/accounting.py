@@ -720,10 +720,8 @@ def compose_parts_many(
         e = np.atleast_1d(_zcdp.epsilon_tight(rho, d_rest))
         for found, x, delta in zip(totals, e, deltas):
             found.append(Total("zcdp-rdp" + suffix, "upper", float(x) + dp_eps, delta, rho=rho))
-    if all(p.kind in EPS_KINDS for p in rest):
-        pure = _zcdp.sum_up(
-            _fp.mul_up(np.array([float(p.times) for p in rest]), np.array([p.epsilon for p in rest], dtype=float))
-        )
+    pure = basic_epsilon(rest)
+    if pure is not None:
         for found in totals:
             found.append(Total("basic", "upper", pure + dp_eps, dp_delta))
     if not dp_parts and len(rest) == 1:
@@ -733,6 +731,15 @@ def compose_parts_many(
     for found, (e, a), delta in zip(totals, _rdp_epsilons(rest, d_rest), deltas):
         found.append(Total("rdp" + suffix, "upper", e + dp_eps, delta, order=a))
     return totals
+
+
+def basic_epsilon(parts: Sequence[Part]) -> float | None:
+    """Σ kε of parts that are all pure ε-DP (rounded up; basic composition, δ = 0), else None."""
+    if not all(p.kind in EPS_KINDS for p in parts):
+        return None
+    return _zcdp.sum_up(
+        _fp.mul_up(np.array([float(p.times) for p in parts]), np.array([p.epsilon for p in parts], dtype=float))
+    )
 
 
 def _discrete_closed_form(p: Part, delta: float) -> Total | None:

@@ -39,9 +39,11 @@ def ends(rows, key):
 
 @pytest.fixture
 def small_lattice(monkeypatch):
-    """A lattice from 12 settings on, of at most 6 (the same route as 256 and 128, at test cost)."""
+    """A lattice from 12 settings on, of at most 6, axes of at most 3 values kept whole (the same route as 256,
+    128 and 16, at test cost)."""
     monkeypatch.setattr(C, "DISCRETE_DIRECT", 12)
     monkeypatch.setattr(C, "DISCRETE_LATTICE", 6)
+    monkeypatch.setattr(C, "DISCRETE_SHORT_AXIS", 3)
 
 
 @pytest.mark.parametrize(
@@ -61,9 +63,14 @@ def test_a_bracketed_row_holds_the_rows_own_interval(small_lattice, command, key
     out = doc(f"{command} {grid} --delta 1e-6,1e-9")
     rows = out["rows"]
     br = [r for r in rows if r["method"] == C.DISCRETE_BRACKET]
-    own = [r for r in rows if r["method"] != C.DISCRETE_BRACKET]
+    between = {(r[key], r["times"], r["delta"]) for r in rows if r["method"] == C.DISCRETE_BRACKET}
+    own = [r for r in rows if (r[key], r["times"], r["delta"]) not in between]
     assert 0 < len(br) < 28 and own
-    assert all(r["tightest"] and r["bound"] == "upper" for r in br)
+    assert all(r["bound"] == "upper" for r in br)
+    marks: dict = {}
+    for r in rows:
+        marks.setdefault((r[key], r["times"], r["delta"]), []).append(r["tightest"])
+    assert all(sum(v) == 1 for v in marks.values())
     assert any(f"{len(br)} rows (method bracket)" in w for w in out["warnings"])
     C.DISCRETE_DIRECT = 10**9  # (the fixture restores it) each setting alone below
     alone = ends(doc(f"{command} {grid} --delta 1e-6,1e-9")["rows"], key)
@@ -76,6 +83,23 @@ def test_a_bracketed_row_holds_the_rows_own_interval(small_lattice, command, key
     for r in own:
         if r["tightest"]:
             assert alone[(r[key], r["times"], r["delta"])][1] == r["epsilon"]
+
+
+def test_a_short_axis_is_kept_whole_and_each_bracket_has_its_basic_row(small_lattice):
+    """--times 1,30,1000 beside a long ε₀ axis: the lattice keeps 30 (with only the ends, a row at 30 runs took
+    its upper end from 1,000 runs: 3,434 where its own basic kε₀ is 97, found by review); every bracketed setting
+    of a pure ε-DP mechanism also has its own basic row, and the tightest mark goes to the smaller."""
+    rows = doc("randomized-response --epsilon 0.2:3:14 --times 1,30,1000 --delta 1e-8")["rows"]
+    br = [r for r in rows if r["method"] == C.DISCRETE_BRACKET]
+    assert br and any(r["times"] == 30 and r["method"] not in (C.DISCRETE_BRACKET, "basic") for r in rows)
+    for r in br:
+        (basic,) = [
+            x
+            for x in rows
+            if x["method"] == "basic" and (x["epsilon_each"], x["times"]) == (r["epsilon_each"], r["times"])
+        ]
+        assert basic["epsilon"] == pytest.approx(r["times"] * r["epsilon_each"], rel=1e-12)
+        assert r["tightest"] == (r["epsilon"] <= basic["epsilon"]) != basic["tightest"]
 
 
 def test_small_grids_and_exact_axes_are_accounted_row_by_row(small_lattice):

@@ -596,6 +596,8 @@ _discrete_delta = grid_option("--delta", allowed=PROBABILITY, required=True, hel
 #: lattice of at most DISCRETE_LATTICE of them, the other settings bracketed (:func:`_discrete_lattice`).
 DISCRETE_DIRECT = 256
 DISCRETE_LATTICE = 128
+#: An axis of at most this many values is kept whole on the lattice.
+DISCRETE_SHORT_AXIS = 16
 #: Method of a discrete composition row bracketed between settings accounted on a lattice.
 DISCRETE_BRACKET = "bracket"
 
@@ -623,16 +625,23 @@ def _discrete_lattice(settings: list, dirs: list):
     of at most DISCRETE_LATTICE of them to account (each axis's values spread evenly in log scale, both ends
     kept; ``dirs`` per axis: +1 where more of it means more privacy loss, −1 less, 0 an axis kept exact) and, per
     setting, the lattice point with as much loss or more on every axis (``hard``), the one with as little or
-    less (``easy``) and whether it is on the lattice. None where the grid is small, where its exact axes alone
-    would exceed the lattice, or where the lattice would be mostly settings no row asked for."""
+    less (``easy``) and whether it is on the lattice. An axis of at most DISCRETE_SHORT_AXIS values is kept
+    whole. None where the grid is small, where its exact axes alone would exceed the lattice, or where the lattice
+    would be mostly settings no row asked for."""
     import numpy as np
 
     from dpcalc.core import sgd
 
-    if len(settings) <= DISCRETE_DIRECT or not any(dirs):
+    if len(settings) <= DISCRETE_DIRECT:
         return None
     cols = [np.array([s[a] for s in settings], float) for a in range(len(dirs))]
-    picks = sgd.lattice_picks([np.unique(col) for col in cols], dirs, DISCRETE_LATTICE)
+    values = [np.unique(col) for col in cols]
+    # A short axis keeps every value (its ends alone would bracket across it: --times 1,30,1000 read at 1 and
+    # 1,000 only); the lattice's other points go to the long ones.
+    dirs = [0 if v.size <= DISCRETE_SHORT_AXIS else dr for v, dr in zip(values, dirs)]
+    if not any(dirs):
+        return None
+    picks = sgd.lattice_picks(values, dirs, DISCRETE_LATTICE)
     if picks is None:
         return None
     points = [g.ravel() for g in np.meshgrid(*picks, indexing="ij")]
@@ -663,7 +672,7 @@ def _discrete_compose(
     """
     import numpy as np
 
-    from dpcalc.accounting import compose_parts_many, flatten
+    from dpcalc.accounting import basic_epsilon, compose_parts_many, flatten
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
@@ -715,8 +724,10 @@ def _discrete_compose(
             for i in idx:
                 d = float(m["delta"][i])
                 ups = [t.epsilon for t in up_t[d] if t.bound in ("exact", "upper") and np.isfinite(t.epsilon)]
+                # (An exact value is rounded to its safe side, up, within 2^-46 of itself: as a lower end it is
+                # moved down past that.)
                 los = [t.epsilon_lower for t in lo_t[d] if t.epsilon_lower is not None] + [
-                    t.epsilon for t in lo_t[d] if t.bound == "exact"
+                    float(np.nextafter(t.epsilon * (1 - 2.0**-44), 0.0)) for t in lo_t[d] if t.bound == "exact"
                 ]
                 up = min(ups) if ups else np.inf
                 lo = min(max(los, default=0.0), up)
@@ -747,6 +758,24 @@ def _discrete_compose(
                     bound="upper",
                 )
             )
+            # The row's own basic kε (pure ε-DP mechanisms; it costs nothing) beside it, as accounted alone: a
+            # bracket across a coarse lattice can be far above it.
+            pure = basic_epsilon(flatten(obj, k))
+            if pure is not None:
+                rows.append(
+                    dict(
+                        echo(m, i),
+                        times=k,
+                        delta=c.f(d),
+                        rho=None,
+                        epsilon_lower=None,
+                        epsilon_width=None,
+                        epsilon=pure,
+                        order=None,
+                        method="basic",
+                        bound="upper",
+                    )
+                )
             objects[Composed(((obj, k),))] = None
             continue
         totals = [t for t in found[i] if np.isfinite(t.epsilon)]
@@ -777,7 +806,8 @@ def _discrete_compose(
             f"{len(bracketed)} rows (method bracket) lie between the {int(lat[0][0].size)} settings accounted on a "
             f"lattice (a grid of more than {DISCRETE_DIRECT} settings): ε is the smallest sound upper end at the "
             "nearest accounted setting with as much privacy loss or more, ε ≥ the largest certified lower end at the "
-            f"nearest with as little or less; {wide} of them are wider than asked. Give at most {DISCRETE_DIRECT} "
+            "nearest with as little or less (beside it, the row's own basic kε where the mechanism is pure ε-DP); "
+            f"{wide} of them are wider than asked. Give at most {DISCRETE_DIRECT} "
             "settings (inputs other than δ) to have every row accounted on its own."
         )
     _mark_tightest(rows, [col[0] for col in cols] + ["times", "delta"])
