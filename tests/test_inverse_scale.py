@@ -377,6 +377,9 @@ def test_quick_bound_tight_where_round_off_dominates():
         ([100, 100, 100], 128, 256, [7, 6, 6]),
         ([1, 1, 1], 128, 256, [1, 1, 1]),
         ([5, 200, 2], 4, 20, [2, 4, 2]),
+        # A short axis (at most SHORT_AXIS values) keeps them all: steps 10, 30, 1,000 beside 3,000 noise
+        # multipliers were read at 10 and 1,000 only, the rows at 30 bracketed 70 % wide (4 % now).
+        ([1, 3000, 3], 128, 256, [1, 85, 3]),
     ],
 )
 def test_lattice_picks_stay_within_both_budgets(sizes, per_axis, total, want):
