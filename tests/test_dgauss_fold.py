@@ -77,6 +77,23 @@ def test_large_folds_give_no_answer_and_small_delta_grids_match_one_delta():
         assert (grid[0][j], grid[1][j]) == (alone[0][0], alone[1][0])
 
 
+def test_each_delta_is_answered_on_its_own_and_large_sigma_declines_before_its_table(monkeypatch):
+    """A δ below 1e-30 (or below twice the mass left out) gets no answer (NaN) without taking the others' away;
+    a σ whose first convolution would exceed FOLD_CELLS declines before its table is built (σ = 5e4: a table of
+    about 2.7 M long doubles, 5 s and 0.8 GB found by review)."""
+    lo, up = F.dgauss_fold_epsilon(0.3, 2, 7, [1e-31, 1e-6])
+    assert np.isnan(lo[0]) and np.isnan(up[0]) and lo[1] <= up[1] < 1e9
+    alone = F.dgauss_fold_epsilon(0.3, 2, 7, [1e-6])
+    assert (lo[1], up[1]) == (alone[0][0], alone[1][0])
+    from dpcalc.core import discrete
+
+    def no_table(sigma):
+        raise AssertionError("the table was built")
+
+    monkeypatch.setattr(discrete, "dgauss_table", no_table)
+    assert F.dgauss_fold_epsilon(5e4, 1, 5, [1e-6]) is None
+
+
 def test_compose_marks_the_sum_where_the_pld_interval_is_wide():
     """compose discrete-gaussian at σ = 0.1205, 10 runs (where the PLD row is [344.35, 378.59]: its grids cannot
     separate atoms 34 loss units apart at δ = 1e-6): the discrete-gaussian-sum row is the tightest, round-off

@@ -115,13 +115,15 @@ def _curves(mass, first, err, lost, tails, sigma, sens, times, eps):
 
 def dgauss_fold_epsilon(sigma: float, sensitivity: int, times: int, delta):
     """Certified (lower, upper) on ε at each δ of ``times`` runs of the discrete Gaussian N_Z(0, σ²) with integer
-    sensitivity Δ (module docstring), or None where the fold would exceed :data:`FOLD_CELLS` or cannot bound the
-    mass it leaves out below the smallest δ. Each end to within 1e-13 of max(ε, 1e-300) of its curve's crossing."""
-    from .discrete import dgauss_table
+    sensitivity Δ (module docstring), or None where the fold would exceed :data:`FOLD_CELLS` or FOLD_SUPPORT; NaN
+    at a δ below MIN_DELTA or below twice the mass the fold leaves out (each δ answered on its own). Each end to
+    within 1e-13 of max(ε, 1e-300) of its curve's crossing."""
+    from .discrete import _dg_half_width, dgauss_table
 
     d = np.atleast_1d(np.asarray(delta, float))
-    if not np.all(d >= MIN_DELTA):
-        return None
+    n_atoms = 2 * _dg_half_width(float(sigma)) + 1
+    if int(times) >= 2 and n_atoms * n_atoms > FOLD_CELLS:
+        return None  # (the first convolution would be too large: decided before the table is built)
     tab = dgauss_table(float(sigma))
     # (A floor fixed by the smallest δ the discrete Gaussian is read at, not by the δ asked: each δ's digits are
     # the same whatever else is asked with it.)
@@ -136,18 +138,19 @@ def dgauss_fold_epsilon(sigma: float, sensitivity: int, times: int, delta):
         return None
     tails = 2.0 * float(tab.tail) * int(times)  # the cut tails of every run, at +∞ for the upper curve
     top = _curves(mass, first, err, lost, tails, float(sigma), int(sensitivity), int(times), np.array([0.0]))[2]
-    if not (np.isfinite(err) and err < 1e-6 and (lost + tails) * (1 + 4 * _U) < 0.5 * float(d.min())):
+    if not (np.isfinite(err) and err < 1e-6):
         return None
     hi_e = max(top, 0.0) * (1 + 1e-12) + 1.0
     args = (mass, first, err, lost, tails, float(sigma), int(sensitivity), int(times))
-    lower, upper = np.zeros(d.size), np.zeros(d.size)
+    # Each δ on its own: read where it is at least MIN_DELTA and twice the mass left out, NaN (no answer) elsewhere.
+    ok = np.flatnonzero((d >= MIN_DELTA) & ((lost + tails) * (1 + 4 * _U) < 0.5 * d))
+    lower, upper = np.full(d.size, np.nan), np.full(d.size, np.nan)
     step = max(1, READ_CELLS // mass.size)
-    for c0 in range(0, d.size, step):
-        got = _read(args, d[c0 : c0 + step], hi_e)
-        if got is None:
-            return None
-        lower[c0 : c0 + step], upper[c0 : c0 + step] = got
-    return np.minimum(lower, upper), upper
+    for c0 in range(0, ok.size, step):
+        sel = ok[c0 : c0 + step]
+        lower[sel], upper[sel] = _read(args, d[sel], hi_e)
+    with np.errstate(invalid="ignore"):
+        return np.minimum(lower, upper), upper
 
 
 def _read(args, d, hi_e):
@@ -158,8 +161,9 @@ def _read(args, d, hi_e):
     lo0, up0, _ = _curves(*args, np.zeros(d.size))
     lo_ok = lo0 > d  # ε = 0 is certainly below ε(δ): a positive lower end can be claimed
     zero_up = up0 <= d  # ε = 0 already has δ(0) <= δ: the upper end is 0
-    if not np.all(_curves(*args, b_up)[1] <= d):  # (cannot happen: past the top only the left-out mass is left)
-        return None
+    # (Past the top only the left-out mass is left, under δ/2 by the caller's choice: a δ where the upper curve is
+    # still above δ there — which cannot happen — gets no answer.)
+    held = _curves(*args, b_up)[1] <= d
     # Each δ stops on its own (so that its digits do not depend on the δ read beside it).
     for _ in range(200):
         go_up = b_up - a_up > 1e-13 * np.maximum(b_up, 1e-300)
@@ -171,4 +175,4 @@ def _read(args, d, hi_e):
         above = _curves(*args, mid_lo)[0] > d
         a_up, b_up = np.where(go_up & ~meets, mid_up, a_up), np.where(go_up & meets, mid_up, b_up)
         a_lo, b_lo = np.where(go_lo & above, mid_lo, a_lo), np.where(go_lo & ~above, mid_lo, b_lo)
-    return np.where(lo_ok, a_lo, 0.0), np.where(zero_up, 0.0, b_up)
+    return np.where(held, np.where(lo_ok, a_lo, 0.0), np.nan), np.where(held, np.where(zero_up, 0.0, b_up), np.nan)
