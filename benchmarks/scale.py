@@ -128,6 +128,18 @@ CASES = [
         "amplify gaussian σ × q grid of 100 × 100 (single steps, 2,048 rows at a time)",
         "amplify gaussian --sigma 0.5:5:100 --rate 0.0001:0.5:100:log --delta 1e-5",
     ),
+    (
+        "compose randomized-response, ε₀ grid of 10,000 (lattice of 128)",
+        "compose randomized-response --epsilon 0.01:2:10000 --times 100 --delta 1e-6",
+    ),
+    (
+        "compose discrete-laplace, scale grid of 10,000 (lattice of 128)",
+        "compose discrete-laplace --scale 1:100:10000 --times 100 --delta 1e-6",
+    ),
+    (
+        "compose discrete-gaussian, times grid of 10,000 (lattice of 128)",
+        "compose discrete-gaussian --sigma 30 --times 1:10000:10000 --delta 1e-6",
+    ),
     ("amplify gaussian --orders 1e6", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e6"),
     ("amplify gaussian --orders 1e8 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e8"),
     ("amplify gaussian --orders 1e12 (refused)", "amplify gaussian --sigma 1 --rate 0.01 --orders 1e12"),

@@ -609,7 +609,7 @@ DISCRETE_BRACKET = "bracket"
 #: ε₀-bounded-range mechanism is ε₀'-bounded-range, so the worst case over the class (the pair composed, the
 #: zCDP and KOV bounds) cannot fall as ε₀ grows; and the discrete Laplace of scale t' > t is that of scale t plus
 #: independent noise (its characteristic function over t's is a mixture of 1 and the scale-t' one's, with
-#: positive weights: tests/test_discrete_cli.py checks the convolution). The discrete Gaussian's σ is kept exact:
+#: positive weights: tests/test_discrete_lattice.py checks the convolution). The discrete Gaussian's σ is kept exact:
 #: no such decomposition is known to us (its factor ratios are not positive definite one by one), and neither
 #: are the sensitivity and the number of categories.
 _DISCRETE_DIRS = {
