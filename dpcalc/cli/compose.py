@@ -672,7 +672,7 @@ def _discrete_compose(
     """
     import numpy as np
 
-    from dpcalc.accounting import basic_epsilon, compose_parts_many, flatten
+    from dpcalc.accounting import Total, basic_epsilon, compose_parts_many, flatten
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
@@ -697,8 +697,7 @@ def _discrete_compose(
 
     settings = list(same)
     lat = _discrete_lattice(settings, [(dirs or {}).get(key, 0) for key in keys])
-    found: dict = {}
-    bracketed: dict = {}  # mesh index -> (lower, upper, met)
+    found: dict = {}  # mesh index -> its totals (a bracketed one: the bracket, and its own basic kε where pure ε-DP)
     if lat is None:
         for setting, idx in same.items():
             found.update(zip(idx, account(setting, [float(m["delta"][i]) for i in idx])))
@@ -721,6 +720,9 @@ def _discrete_compose(
                 found.update((i, mine[float(m["delta"][i])]) for i in idx)
                 continue
             up_t, lo_t = totals_at(int(hard[s])), totals_at(int(easy[s]))
+            # The row's own basic kε (pure ε-DP mechanisms; it costs nothing) beside the bracket, as accounted
+            # alone: a bracket across a coarse lattice can be far above it.
+            pure = basic_epsilon(flatten(make(m, idx[0]), int(m["times"][idx[0]])))
             for i in idx:
                 d = float(m["delta"][i])
                 ups = [t.epsilon for t in up_t[d] if t.bound in ("exact", "upper") and np.isfinite(t.epsilon)]
@@ -731,53 +733,15 @@ def _discrete_compose(
                 ]
                 up = min(ups) if ups else np.inf
                 lo = min(max(los, default=0.0), up)
-                bracketed[i] = (lo, up, bool(within(lo, up, rel, abs_)))
+                met = bool(within(lo, up, rel, abs_))
+                if not np.isfinite(up):  # (as below: no finite bound at the harder setting)
+                    found[i] = []
+                    continue
+                found[i] = [Total(DISCRETE_BRACKET, "upper", up, d, epsilon_lower=lo, met=met)]
+                found[i] += [Total("basic", "upper", pure, d)] if pure is not None else []
     rows, warnings, objects = [], [], {}
-    wide = 0
     for i in range(m["delta"].size):
         obj, k, d = make(m, i), int(m["times"][i]), float(m["delta"][i])
-        if i in bracketed:
-            lo, up, met = bracketed[i]
-            if not np.isfinite(up):
-                raise click.UsageError(
-                    f"the total ε of {k} runs is too large to represent (over 1e308); use a smaller '--times' or a "
-                    "more private mechanism."
-                )
-            wide += not met
-            rows.append(
-                dict(
-                    echo(m, i),
-                    times=k,
-                    delta=c.f(d),
-                    rho=None,
-                    epsilon_lower=lo,
-                    epsilon_width=up - lo,
-                    epsilon=up,
-                    order=None,
-                    method=DISCRETE_BRACKET,
-                    bound="upper",
-                )
-            )
-            # The row's own basic kε (pure ε-DP mechanisms; it costs nothing) beside it, as accounted alone: a
-            # bracket across a coarse lattice can be far above it.
-            pure = basic_epsilon(flatten(obj, k))
-            if pure is not None:
-                rows.append(
-                    dict(
-                        echo(m, i),
-                        times=k,
-                        delta=c.f(d),
-                        rho=None,
-                        epsilon_lower=None,
-                        epsilon_width=None,
-                        epsilon=pure,
-                        order=None,
-                        method="basic",
-                        bound="upper",
-                    )
-                )
-            objects[Composed(((obj, k),))] = None
-            continue
         totals = [t for t in found[i] if np.isfinite(t.epsilon)]
         if not totals:
             raise click.UsageError(
@@ -798,12 +762,14 @@ def _discrete_compose(
                     bound=t.bound,
                 )
             )
-            if t.epsilon_lower is not None:
+            if t.epsilon_lower is not None and t.method != DISCRETE_BRACKET:  # (bracket rows: counted below)
                 warnings += c.width_warnings([f"the {t.method} total"], [t.epsilon_lower], [t.epsilon], [t.met])
         objects[Composed(((obj, k),))] = None
-    if bracketed:
+    brackets = [t for ts in found.values() for t in ts if t.method == DISCRETE_BRACKET]
+    if brackets:
+        wide = sum(not t.met for t in brackets)
         warnings.append(
-            f"{len(bracketed)} rows (method bracket) lie between the {int(lat[0][0].size)} settings accounted on a "
+            f"{len(brackets)} rows (method bracket) lie between the {int(lat[0][0].size)} settings accounted on a "
             f"lattice (a grid of more than {DISCRETE_DIRECT} settings): ε is the smallest sound upper end at the "
             "nearest accounted setting with as much privacy loss or more, ε ≥ the largest certified lower end at the "
             "nearest with as little or less (beside it, the row's own basic kε where the mechanism is pure ε-DP); "

@@ -43,24 +43,29 @@ MIN_DELTA = 1e-30
 READ_CELLS = 1 << 22
 
 
-def _convolve(a, oa, ea, b, ob, eb, floor):
-    """(c, oc, ec, lost): the convolution of mass arrays a (on the integers from oa) and b, its relative error
-    bound in the logarithm (ea, eb the inputs'), and a bound on the mass trimmed or flushed to zero."""
+def _product(x, y, floor):
+    """The law of the sum of two independent parts, each (masses on the integers from ``first``, first, its
+    relative error bound in the logarithm, a bound on the mass it has lost): the convolution, its error bound,
+    and the mass lost (the parts', times the other's mass, at most e^err; the tails below ``floor`` trimmed; any
+    product flushed to zero). None where it would exceed FOLD_CELLS or FOLD_SUPPORT."""
+    (a, oa, ea, la), (b, ob, eb, lb) = x, y
+    if a.size * b.size > FOLD_CELLS:
+        return None
     c = np.convolve(a, b)
-    m = min(a.size, b.size)
-    ec = ea + eb + 1.01 * (m + 1) * _U
+    ec = ea + eb + 1.01 * (min(a.size, b.size) + 1) * _U
     lost = a.size * b.size * _TINY  # products below the smallest normal double (a bound on what they lose)
     keep = np.flatnonzero(c >= floor)
-    if keep.size == 0:
+    if keep.size == 0 or keep[-1] + 1 - keep[0] > FOLD_SUPPORT:
         return None
     lo, hi = int(keep[0]), int(keep[-1]) + 1
     lost += (float(np.sum(c[:lo])) + float(np.sum(c[hi:]))) * np.exp(ec) * (1 + c.size * _U)
-    return c[lo:hi], oa + ob + lo, ec, lost
+    return c[lo:hi], oa + ob + lo, ec, (la + lb) * np.exp(ec) + lost
 
 
 def _law_of_sum(p, rel, times: int, floor: float):
     """The law of the sum of ``times`` outputs (masses ``p`` on −N..N, each within ``rel``): (masses, first
-    integer, log-error bound, mass bound lost), or None where a convolution would exceed FOLD_CELLS."""
+    integer, log-error bound, mass bound lost), by binary powers of :func:`_product`; None where one would exceed
+    FOLD_CELLS or FOLD_SUPPORT."""
     n = (p.size - 1) // 2
     # Masses too small to keep their relative precision in a double (subnormal) are dropped, and counted.
     small = p < 1e-300
@@ -70,25 +75,15 @@ def _law_of_sum(p, rel, times: int, floor: float):
     k = int(times)
     while True:
         if k & 1:
+            out = base if out is None else _product(out, base, floor)
             if out is None:
-                out = base
-            else:
-                if out[0].size * base[0].size > FOLD_CELLS:
-                    return None
-                got = _convolve(out[0], out[1], out[2], base[0], base[1], base[2], floor)
-                if got is None or got[0].size > FOLD_SUPPORT:
-                    return None
-                # (Mass lost from either factor is lost from the product, times the other's mass: at most e^err.)
-                out = (got[0], got[1], got[2], (out[3] + base[3]) * np.exp(got[2]) + got[3])
+                return None
         k >>= 1
         if not k:
             return out
-        if base[0].size * base[0].size > FOLD_CELLS:
+        base = _product(base, base, floor)
+        if base is None:
             return None
-        got = _convolve(base[0], base[1], base[2], base[0], base[1], base[2], floor)
-        if got is None or got[0].size > FOLD_SUPPORT:
-            return None
-        base = (got[0], got[1], got[2], 2 * base[3] * np.exp(got[2]) + got[3])
 
 
 def _curves(mass, first, err, lost, tails, sigma, sens, times, eps):
