@@ -443,7 +443,7 @@ def test_pld_interval_agrees_with_dp_accounting(obj, k):
     delta = 1e-6
     sub = rows(
         "compose", *SUBCOMMANDS[obj.to_dict()["type"]](obj), "--times", str(k), "--delta", "1e-6",
-        "--pld-width", "1e-4",
+        "--pld-width", "1e-4", "--accountant", "all",
     )  # fmt: skip
     ours = next(r for r in sub["rows"] if r["method"] == "pld")
     pess = _theirs(obj, k, delta, True)

@@ -691,6 +691,7 @@ def _discrete_compose(
                 deltas,
                 with_pld=accountant != "rdp",
                 width=c.pld_width(),
+                every=accountant == "all",
             )
         except ObjectError as exc:
             raise click.UsageError(str(exc)) from None
@@ -1020,7 +1021,9 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
     )
     try:
         parts = [p for obj, where, k in objs for p in flatten(obj, times * k, where)]
-        totals = compose_parts(parts, delta, with_pld=accountant != "rdp", width=c.pld_width())
+        totals = compose_parts(
+            parts, delta, with_pld=accountant != "rdp", width=c.pld_width(), every=accountant == "all"
+        )
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
     except (ValidationError, OverflowError, ZeroDivisionError):

@@ -422,8 +422,10 @@ def accountant_option(f: Callable) -> Callable:
         type=click.Choice(["pld", "rdp", "all"]),
         default="pld",
         show_default=True,
-        help="pld/all: closed forms and RDP, plus the tight answer by privacy loss distributions (a certified "
-        "interval at most 0.1% of ε wide) wherever it applies. rdp: closed forms and RDP only (fastest).",
+        help="pld: closed forms and RDP, plus the tight answer by privacy loss distributions (a certified "
+        "interval at most 0.1% of ε wide) wherever it applies, except where an exact route (the law of a discrete "
+        "Gaussian's sum) already answers within that width. all: the same, with the PLD row there too. rdp: closed "
+        "forms and RDP only (fastest).",
     )(f)
 
 
