@@ -153,6 +153,18 @@ CASES = [
     ),
     ("calibrate discrete-gaussian, σ = 1.47e5", "calibrate discrete-gaussian --epsilon 1e-8 --delta 2.7e-6"),
     (
+        "convert discrete-gaussian, σ grid of 10,000 (exact, σ by σ)",
+        "convert discrete-gaussian --sigma 1:300:10000 --delta 1e-6",
+    ),
+    (
+        "calibrate discrete-gaussian, ε grid of 10,000 (one σ search a row)",
+        "calibrate discrete-gaussian --epsilon 0.01:5:10000 --delta 1e-6",
+    ),
+    (
+        "compose discrete-gaussian, σ grid of 1,000 at 10 runs (law of the sum, else PLD)",
+        "compose discrete-gaussian --sigma 0.1:1000:1000:log --times 10 --delta 1e-6",
+    ),
+    (
         "convert discrete-gaussian σ = 1e5, Δ = 1e6 --to attack (2.7 M atoms)",
         "convert discrete-gaussian --sigma 1e5 --sensitivity 1000000 --to attack",
     ),

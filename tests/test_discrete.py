@@ -205,6 +205,21 @@ def test_dgauss_epsilon_over_many_sigmas_builds_each_table_once(monkeypatch):
         D.dgauss_table.cache_clear()
 
 
+def test_dgauss_sigma_grid_reads_rows_together_with_each_rows_digits(monkeypatch):
+    # A calibration grid reads its rows' tables together (in chunks of at most READ_ATOMS atoms): each row gets
+    # the σ it gets alone, however the rows are chunked, and the contract holds row by row.
+    eps = np.array([0.02, 0.5, 3.0, 0.05, 1.0, 8.0, 0.2])
+    delta = np.array([1e-6, 1e-10, 1e-3, 1e-20, 1e-5, 1e-8, 0.05])
+    sens = np.array([1, 2, 1, 3, 1, 1, 2])
+    alone = np.array([D.dgauss_sigma(float(a), float(b), int(c)) for a, b, c in zip(eps, delta, sens)])
+    assert np.array_equal(D.dgauss_sigma(eps, delta, sens), alone)
+    monkeypatch.setattr(D, "READ_ATOMS", 60)  # a chunk a row or so
+    assert len(D._atom_chunks(np.array([1.0, 2.0, 3.0, 40.0]))) >= 3
+    assert np.array_equal(D.dgauss_sigma(eps, delta, sens), alone)
+    assert np.all(D.dgauss_delta_at(alone, eps, sens) <= delta)
+    assert np.all(D.dgauss_delta_at(alone / (1 + 1e-9), eps, sens) > delta)
+
+
 def test_dgauss_table_cache_is_bounded_by_atoms(monkeypatch):
     monkeypatch.setattr(D, "TABLE_CACHE_ATOMS", 50_000)
     D.dgauss_table.cache_clear()

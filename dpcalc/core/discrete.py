@@ -216,19 +216,24 @@ class DGaussTable:
         self.x = x
         if EXTENDED:
             s2 = _LD(self.sigma) * _LD(self.sigma)
-            xl = x.astype(_LD)
+            xl = x[n_half:].astype(_LD)  # (f is even: computed for x >= 0 and mirrored, the same values)
             t = (xl * xl) / (2 * s2)
             f = np.exp(-t)
+            f = np.concatenate([f[:0:-1], f])
             # exponent: x² exact, σ² and the division rounded (3 u_ld relative); exp to 1 u_ld.
             t_max = float(t.max())
             f_rel = (3.0 * t_max + 4.0) * _ULD
         else:  # pragma: no cover - exercised by monkeypatching EXTENDED in the tests
             f = _decimal_gauss(x, self.sigma)
             f_rel = 0.5 * _U
-        # Z = Σ f: the long doubles split exactly into two doubles each, summed exactly rounded.
+        # Z = Σ f: the long doubles split exactly into two doubles each, summed exactly rounded — over x >= 0,
+        # the terms at x > 0 doubled (exact): the same real sum as over every x, so the same rounding of it.
         hi = np.asarray(f, dtype=np.float64)
         lo = np.asarray(f - hi.astype(f.dtype), dtype=np.float64)
-        z = math.fsum(np.concatenate([hi, lo]).tolist())
+        z = math.fsum(
+            [float(hi[n_half]), float(lo[n_half])]
+            + (2.0 * np.concatenate([hi[n_half + 1 :], lo[n_half + 1 :]])).tolist()
+        )
         n1 = float(n_half + 1)
         tail_f = math.exp(-(n1 * n1) / (2.0 * self.sigma * self.sigma)) * (1.0 + self.sigma**2 / n1) * (1 + 1e-12)
         # Z_true in [z(1 − f_rel − u/2), z(1 + f_rel + u/2) + 2·tail_f]
@@ -282,57 +287,75 @@ class DGaussTable:
 
 def _table_bounds(groups: list, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """:meth:`DGaussTable.delta_bounds` for cases of several tables at once: ``groups`` lists (indices into
-    ``eps``, table, Δ); each table's arrays are indexed once per group and the arithmetic runs over all cases
-    together (the same operations, case by case, as one table's)."""
-    n = eps.size
-    ld = groups[0][1].cum.dtype
-    size, big_n = np.empty(n, np.int64), np.empty(n, np.int64)
-    sigma, sens, rel, cum_rel, s_rel, tail = (np.empty(n) for _ in range(6))
-    two_s2_ld = np.empty(n, dtype=ld)
-    sums = []
-    for idx, tab, dv in groups:
-        S, sr = tab._q_sums(dv)
-        sums.append(S)
-        size[idx], big_n[idx], sigma[idx], sens[idx] = tab.p.size, tab.N, tab.sigma, dv
-        rel[idx], cum_rel[idx], s_rel[idx], tail[idx] = tab.rel, tab.cum_rel, sr, tab.tail
-        two_s2_ld[idx] = 2 * ld.type(tab.sigma) ** 2
-    s2 = sigma * sigma
-    xs = sens / 2.0 - eps * s2 / sens
-    with np.errstate(invalid="ignore", over="ignore"):
-        X = np.ceil(xs) - 1.0
-    X = np.clip(np.nan_to_num(X, nan=-np.inf), -big_n - 1, big_n)
-    j = (X + big_n).astype(np.int64)  # index of X; −1: no atom above ε
-    some = j >= 0
-    cum_j, s_j, p_at = np.empty(n, dtype=ld), np.empty(n, dtype=ld), (np.empty(n, dtype=ld), np.empty(n, dtype=ld))
-    for (idx, tab, _), S in zip(groups, sums):
-        jg = np.maximum(j[idx], 0)
-        cum_j[idx], s_j[idx] = tab.cum[jg], S[jg]
-        for k in (0, 1):
-            p_at[k][idx] = tab.p[np.clip(j[idx] + k, 0, tab.p.size - 1)]
-    cp = np.where(some, cum_j, ld.type(0))  # Σ_{i<=j} p_i (0 where j = −1)
-    sq = np.where(some, s_j, ld.type(0))
-    sens_ld = sens.astype(ld)
-    ell_x = sens_ld * (sens_ld - 2 * X.astype(ld)) / two_s2_ld
-    expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
-    with np.errstate(over="ignore", under="ignore"):
-        eq = np.exp(np.minimum(expo, ld.type(0))) * sq
-    dc = cp - eq
-    # cp and S carry the masses' error and their sums'; e^{ε − ℓ(X)} that of its exponent's two
-    # roundings and the exp (ℓ in long double: a few u_ld of |ℓ|) and the product.
-    exp_rel = (4 * (np.abs(eps) + np.abs(ell_x)) + 4) * _ULD
-    err = (rel + cum_rel + 4 * _ULD) * cp + (rel + s_rel + exp_rel + 4 * _ULD) * eq
-    # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
-    # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
-    for k, jj in enumerate((j, j + 1)):
-        ok = (jj >= 0) & (jj < size)
-        xj = np.where(ok, jj - big_n, 0).astype(np.float64)
-        ell = sens * (sens - 2.0 * xj) / (2.0 * s2)
-        w = 8 * _U * (np.abs(ell) + np.abs(eps) + 1)
-        near = ok & (np.abs(ell - eps) <= w)
-        err = err + np.where(near, p_at[k] * (2 * w), 0)
-    hi = _ld_up(dc + err + tail)
-    lo = _ld_down(dc - err)
-    return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
+    ``eps``, table, Δ); the arithmetic runs over all cases together (the same operations, case by case, as one
+    table's)."""
+    return _Cases(groups, eps.size).bounds(eps)
+
+
+class _Cases:
+    """Cases of several tables, each with its Δ (``groups`` as for :func:`_table_bounds`), laid out once for many
+    reads: every case's table constants, and the tables' masses, prefix sums and Q-sums in one array each (a case
+    reads them at its table's offset), so that a read at new ε is whole-array arithmetic, without a pass over the
+    tables (a search reads the same cases some fifty times)."""
+
+    def __init__(self, groups: list, n: int):
+        ld = groups[0][1].cum.dtype
+        self.ld = ld
+        self.size, self.big_n, self.off = (np.empty(n, np.int64) for _ in range(3))
+        self.sigma, self.sens, self.rel, self.cum_rel, self.s_rel, self.tail = (np.empty(n) for _ in range(6))
+        self.two_s2_ld = np.empty(n, dtype=ld)
+        cums, sums, ps, at = [], [], [], 0
+        for idx, tab, dv in groups:
+            S, sr = tab._q_sums(dv)
+            cums.append(tab.cum)
+            sums.append(S)
+            ps.append(tab.p)
+            self.off[idx] = at
+            at += tab.p.size
+            self.size[idx], self.big_n[idx], self.sigma[idx], self.sens[idx] = tab.p.size, tab.N, tab.sigma, dv
+            self.rel[idx], self.cum_rel[idx], self.s_rel[idx], self.tail[idx] = tab.rel, tab.cum_rel, sr, tab.tail
+            self.two_s2_ld[idx] = 2 * ld.type(tab.sigma) ** 2
+        self.cum, self.S, self.p = (np.concatenate(a) if len(a) > 1 else a[0] for a in (cums, sums, ps))
+
+    def bounds(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) δ of every case at its ε (one per case)."""
+        ld, size, big_n, off = self.ld, self.size, self.big_n, self.off
+        sigma, sens, rel, cum_rel, s_rel, tail = self.sigma, self.sens, self.rel, self.cum_rel, self.s_rel, self.tail
+        two_s2_ld = self.two_s2_ld
+        s2 = sigma * sigma
+        xs = sens / 2.0 - eps * s2 / sens
+        with np.errstate(invalid="ignore", over="ignore"):
+            X = np.ceil(xs) - 1.0
+        X = np.clip(np.nan_to_num(X, nan=-np.inf), -big_n - 1, big_n)
+        j = (X + big_n).astype(np.int64)  # index of X; −1: no atom above ε
+        some = j >= 0
+        jg = off + np.maximum(j, 0)
+        cum_j, s_j = self.cum[jg], self.S[jg]
+        p_at = tuple(self.p[off + np.clip(j + k, 0, size - 1)] for k in (0, 1))
+        cp = np.where(some, cum_j, ld.type(0))  # Σ_{i<=j} p_i (0 where j = −1)
+        sq = np.where(some, s_j, ld.type(0))
+        sens_ld = sens.astype(ld)
+        ell_x = sens_ld * (sens_ld - 2 * X.astype(ld)) / two_s2_ld
+        expo = np.where(some, eps.astype(ld) - ell_x, ld.type(0))  # < 0: X is above ε
+        with np.errstate(over="ignore", under="ignore"):
+            eq = np.exp(np.minimum(expo, ld.type(0))) * sq
+        dc = cp - eq
+        # cp and S carry the masses' error and their sums'; e^{ε − ℓ(X)} that of its exponent's two
+        # roundings and the exp (ℓ in long double: a few u_ld of |ℓ|) and the product.
+        exp_rel = (4 * (np.abs(eps) + np.abs(ell_x)) + 4) * _ULD
+        err = (rel + cum_rel + 4 * _ULD) * cp + (rel + s_rel + exp_rel + 4 * _ULD) * eq
+        # The atoms next to the threshold may be on the wrong side of it by round-off (their losses
+        # within w = 8u(|ℓ| + |ε| + 1) of ε): either way their term is within 2w of their mass.
+        for k, jj in enumerate((j, j + 1)):
+            ok = (jj >= 0) & (jj < size)
+            xj = np.where(ok, jj - big_n, 0).astype(np.float64)
+            ell = sens * (sens - 2.0 * xj) / (2.0 * s2)
+            w = 8 * _U * (np.abs(ell) + np.abs(eps) + 1)
+            near = ok & (np.abs(ell - eps) <= w)
+            err = err + np.where(near, p_at[k] * (2 * w), 0)
+        hi = _ld_up(dc + err + tail)
+        lo = _ld_down(dc - err)
+        return np.maximum(lo, 0.0), np.minimum(hi, 1.0)
 
 
 def _decimal_gauss(x, sigma):  # pragma: no cover - platforms without extended long double
@@ -353,6 +376,8 @@ def _decimal_gauss(x, sigma):  # pragma: no cover - platforms without extended l
 TABLE_CACHE_ATOMS = 2 * DGAUSS_MAX_ATOMS
 #: ... and at most this many tables.
 TABLE_CACHE_SIZE = 16
+#: A calibration reads its rows' tables (one σ each) together, at most this many atoms at once (about 100 MB).
+READ_ATOMS = 1 << 20
 
 
 class _TableCache:
@@ -403,6 +428,21 @@ def _table_runs(sigmas: np.ndarray) -> list[np.ndarray]:
     return [np.array(r) for r in runs]
 
 
+def _atom_chunks(sigmas: np.ndarray) -> list[np.ndarray]:
+    """Consecutive index ranges of ``sigmas`` whose tables hold at most READ_ATOMS atoms in all (or one σ): cases
+    read together (:class:`_Cases` lays out every table of a read at once)."""
+    sizes = 2 * np.array([_dg_half_width(float(v)) for v in sigmas], dtype=np.int64) + 1
+    out, start, atoms = [], 0, 0
+    for i, n in enumerate(sizes.tolist()):
+        if i > start and atoms + n > READ_ATOMS:
+            out.append(np.arange(start, i))
+            start, atoms = i, 0
+        atoms += n
+    if sigmas.size:
+        out.append(np.arange(start, sigmas.size))
+    return out
+
+
 def _dg_args(sigma, sensitivity):
     s = checked("sigma", sigma, low=0)
     if (s < 0.05).any():
@@ -418,13 +458,18 @@ def _dg_delta(s, d, e):
     s, d, e = (np.asarray(a, dtype=np.float64).reshape(-1) for a in (s, d, e))
     if s.size == 0:
         return np.empty(shape), np.empty(shape)
+    lo, hi = _dg_cases(s, d).bounds(e)
+    return lo.reshape(shape), hi.reshape(shape)
+
+
+def _dg_cases(s: np.ndarray, d: np.ndarray) -> _Cases:
+    """The cases of 1-D arrays σ, Δ (one table per σ), laid out for reads at any ε (:class:`_Cases`)."""
     # The cases of each (σ, Δ), in the order of σ then Δ (one sort, not a pass over all cases per pair).
     pairs, which = np.unique(np.stack([s, d], axis=1), axis=0, return_inverse=True)
     order = np.argsort(which.reshape(-1), kind="stable")
     cuts = np.searchsorted(which.reshape(-1)[order], np.arange(pairs.shape[0] + 1))
     groups = [(order[cuts[g] : cuts[g + 1]], dgauss_table(float(sv)), int(dv)) for g, (sv, dv) in enumerate(pairs)]
-    lo, hi = _table_bounds(groups, e)
-    return lo.reshape(shape), hi.reshape(shape)
+    return _Cases(groups, s.size)
 
 
 def dgauss_delta_interval(sigma, epsilon, sensitivity=1):
@@ -483,8 +528,10 @@ def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12):
 def _dg_epsilon_search(s: np.ndarray, d: np.ndarray, dl: np.ndarray, rtol: float) -> np.ndarray:
     """:func:`dgauss_epsilon_at` for 1-D arrays of cases."""
 
+    cases = _dg_cases(s, d)  # (each case's search still its own: the same digits however they are grouped)
+
     def pred(e):
-        return _dg_delta(s, d, e)[1] <= dl
+        return cases.bounds(e)[1] <= dl
 
     # The largest loss kept is Δ(Δ + 2N)/(2σ²); above it δ is the tail alone (<= 1e-40 < δ).
     n_half = np.array([dgauss_table(float(v)).N for v in s])
@@ -547,8 +594,11 @@ def dgauss_sigma(epsilon, delta, sensitivity=1, *, rtol: float = 1e-9):
         x = np.asarray(x, float)
         return np.where(x >= x_hi, 0.05, np.maximum(np.exp(-x), 0.05))
 
-    def ev(rows, x):  # the certified δ of each row at its own σ (one table per σ)
-        val = np.array([_dg_delta(np.array([v]), d[r], e[r])[1][0] for r, v in zip(rows, sig_of(x))])
+    def ev(rows, x):  # the certified δ of each row at its own σ (one table per σ; rows read together in chunks)
+        rows, sig = np.asarray(rows, dtype=np.int64), np.asarray(sig_of(x), float).reshape(-1)
+        val = np.empty(sig.shape)
+        for part in _atom_chunks(sig):
+            val[part] = _dg_delta(sig[part], d[rows[part]], e[rows[part]])[1]
         return val, np.full(val.shape, None, dtype=object)
 
     ok, _, _, _, _, _ = walk_and_bisect(
