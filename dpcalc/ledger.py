@@ -80,6 +80,7 @@ from dpcalc.model import (
     count,
     discrete_from_fields,
     integer,
+    note_default,
     scheme_fields,
 )
 
@@ -316,6 +317,8 @@ def _entry(r: Any, i: int, path: str, neighbours: str) -> Entry:
     elif mech == "laplace":
         obj = Laplace(_number(r, "scale", where), _number(r, "sensitivity", where, default=1.0))
     elif mech == "dp":
+        if "delta" not in r:
+            note_default("dp-delta", where)
         obj = DP(
             _number(r, "epsilon", where, low_open=False),
             _number(r, "delta", where, low_open=False, high=1.0, high_open=True, default=0.0),

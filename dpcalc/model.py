@@ -322,6 +322,29 @@ FIELDS: dict[str, tuple[str, ...]] = {
 MAX_COUNT = 2**53
 
 
+#: Defaults taken from input that could hide a forgotten field, each said once on stderr (with the first place it
+#: was taken) by the command's output (:func:`input_default_warnings`).
+INPUT_DEFAULTS = {
+    "dp-delta": "a dp object or release without 'delta' is taken as pure ε-DP (δ = 0): write delta = 0 to say so, "
+    "or give its δ (first at {where})",
+}
+
+
+def note_default(key: str, where: str) -> None:
+    """Record that input took the default ``key`` at ``where`` (the first place is kept), for the running command."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta.setdefault("dpcalc.input_defaults", {}).setdefault(key, where)
+
+
+def input_default_warnings(meta: dict) -> list[str]:
+    """The warnings for the defaults :func:`note_default` recorded in a command's context ``meta``."""
+    taken = meta.get("dpcalc.input_defaults") or {}
+    return [INPUT_DEFAULTS[k].format(where=w) for k, w in taken.items()]
+
+
 def type_name(obj: Any) -> str:
     """The JSON ``type`` of a privacy object (what a user wrote or piped), for messages."""
     try:
@@ -500,6 +523,8 @@ def from_dict(d: Any, where: str = "object"):
     if kind in ("discrete_gaussian", "discrete_laplace", "randomized_response", "bounded_range"):
         return discrete_from_fields(kind, d, where)
     if kind == "dp":
+        if "delta" not in d:
+            note_default("dp-delta", where)
         return DP(
             _number(d, "epsilon", where, low_open=False),
             _number(d, "delta", where, low_open=False, high=1.0, high_open=True, default=0.0),

@@ -424,3 +424,30 @@ def test_group_of_a_part_no_engine_can_account_is_refused_not_crashed():
     # internal error, exit 3. Since the twenty-fourth it meets the command line's user-level limit first.)
     obj = '{"type": "subsampled", "rate": 1e-9, "inner": {"type": "gaussian", "sigma": 0.05}}'
     refused("group --size 1e6", obj, "groups of 1000000", "at user level", "group dp")
+
+
+# ---------------------------------------------------------------- a dp object without delta
+
+
+def test_a_dp_object_or_release_without_delta_is_said_once(tmp_path):
+    """A `dp` object or ledger release without `delta` is pure ε-DP (the documented default), and a warning says so
+    once, at the first place (a forgotten δ would lower the total unseen); `delta = 0` written out is silent."""
+    objs = "\n".join(json.dumps({"type": "dp", "epsilon": e}) for e in (1.0, 2.0, 0.5))
+    r = run("compose --delta 1e-6 --json", objs)
+    assert r.exit_code == 0, r.output
+    said = [w for w in json.loads(r.stdout)["warnings"] if "without 'delta'" in w]
+    assert len(said) == 1 and "stdin document 1 object 1" in said[0]
+    r = run("compose --delta 1e-6", objs)
+    assert r.exit_code == 0 and r.stderr.count("without 'delta'") == 1, r.stderr
+    nested = {"type": "subsampled", "rate": 0.1, "inner": {"type": "dp", "epsilon": 1.0}}
+    r = run("convert --delta 1e-6", json.dumps(nested))
+    assert r.exit_code == 0 and "without 'delta'" in r.stderr, r.output
+    r = run("compose --delta 1e-6", json.dumps({"type": "dp", "epsilon": 1.0, "delta": 0}))
+    assert r.exit_code == 0 and "delta" not in r.stderr, r.stderr
+    book = tmp_path / "b.toml"
+    book.write_text('[ledger]\ndelta = 1e-6\n\n[[release]]\nname = "a"\nmechanism = "dp"\nepsilon = 0.5\ntimes = 4\n')
+    r = run(["compose", "--ledger", str(book)])
+    assert r.exit_code == 0 and "without 'delta'" in r.stderr and "release 1 ('a')" in r.stderr, r.stderr
+    book.write_text(book.read_text() + "delta = 0\n")
+    r = run(["compose", "--ledger", str(book)])
+    assert r.exit_code == 0 and "delta" not in r.stderr, r.stderr

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
 
 from dpcalc.cli.options import MAX_ROWS
+from dpcalc.model import input_default_warnings
 
 
 def mesh(**grids: tuple[float, ...] | None) -> dict[str, Any]:
@@ -130,13 +132,16 @@ def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, valu
                 "(pipe fewer objects or use smaller grids)."
             )
         return 0
+    meta = getattr(click.get_current_context(silent=True), "meta", {})
+    taken = input_default_warnings(meta)
+    if taken:  # (defaults the input took that could hide a forgotten field: said, never silent)
+        result = dataclasses.replace(result, warnings=tuple(dict.fromkeys(result.warnings + tuple(taken))))
     if not result.rows:
         # Every command answers at least one row or says why not; an empty table must not pass as success.
         why = f": {result.warnings[0]}" if result.warnings else ""
         raise click.UsageError(f"no row can be answered for these inputs{why}")
     from dpcalc.render import render
 
-    meta = getattr(click.get_current_context(silent=True), "meta", {})
     max_epsilon = meta.get("dpcalc.max_epsilon") if max_epsilon is None else max_epsilon
     value = meta.get("dpcalc.value") if value is None else value
     if meta.get("dpcalc.format") == "ndjson" and not as_json:
