@@ -478,18 +478,42 @@ class attributed:
     error that would name an option ('--mu') is reported against the document, release and value instead.
     """
 
-    def __init__(self, where: str):
+    def __init__(self, where: str, obj: Any = None):
         self.where = where
+        self.obj = obj  # (the object computed on: its own numbers are named beside the value they gave)
 
     def __enter__(self):
         return self
+
+    def _its(self) -> str:
+        """'its epsilon = 1e+308, delta = 0': the object's numbers (nested ones by their path, the first six),
+        else 'it'."""
+        try:
+            fields = self.obj.to_dict()
+        except AttributeError:
+            return "it"
+        nums: list[str] = []
+
+        def walk(v, path):
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    walk(x, f"{path}.{k}" if path else k)
+            elif isinstance(v, list):
+                for i, x in enumerate(v, 1):
+                    walk(x, f"{path}[{i}]")
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
+                nums.append(f"{path} = {v:g}")
+
+        walk(fields, "")
+        shown = ", ".join(nums[:6]) + (", …" if len(nums) > 6 else "")
+        return f"its {shown}" if nums else "it"
 
     def __exit__(self, kind, exc, tb):
         from dpcalc.core.errors import ValidationError
 
         if isinstance(exc, ValidationError):
             raise click.UsageError(
-                f"{self.where}: it gives {exc.name} = {exc.value!r}, outside what dpcalc can compute "
+                f"{self.where}: {self._its()} gives {exc.name} = {exc.value!r}, outside what dpcalc can compute "
                 f"({exc.allowed} is needed); use less extreme values."
             ) from None
         if isinstance(exc, (OverflowError, ZeroDivisionError)):

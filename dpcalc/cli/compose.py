@@ -1029,7 +1029,7 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
     except (ValidationError, OverflowError, ZeroDivisionError):
         # Name the object whose values are beyond what can be computed (each alone, by the cheap engines).
         for obj, where, k in objs:
-            with c.attributed(where):
+            with c.attributed(where, obj):
                 compose_parts(flatten(obj, times * k, where), delta)
         raise
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in parts)
@@ -1307,13 +1307,13 @@ def _kind_costs(kinds, parts, d, with_pld):
             out[k] = t
     except (ValidationError, OverflowError, ZeroDivisionError):
         for k in single:  # name the release whose values are beyond what can be computed
-            with c.attributed(kinds[k].where):
+            with c.attributed(kinds[k].where, kinds[k].obj):
                 alone(parts[k], d, with_pld, c.pld_width())
         raise
     for k, ps in enumerate(parts):
         if out[k] is not None:
             continue
-        with c.attributed(kinds[k].where):
+        with c.attributed(kinds[k].where, kinds[k].obj):
             if any(p.kind == "dp" for p in ps):
                 e = sum(t.epsilon for t in alone(ps, d))
                 out[k] = Total("basic", "upper", e, sum(p.times * p.delta for p in ps))

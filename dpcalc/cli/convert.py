@@ -835,7 +835,7 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
 
     with c.collecting() as results:
         for obj, where in c.prefetched(read_objects(source), prefetch):
-            with c.attributed(where):
+            with c.attributed(where, obj):
                 if isinstance(obj, (Gaussian, GDP)) and target in ("gdp", "zcdp"):
                     what = "its μ and ρ (as columns)" if isinstance(obj, Gaussian) else "its (ε, δ) curve"
                     raise click.UsageError(

@@ -95,7 +95,9 @@ def _simple(command, key, label, values, size, fn, method, obj, fmt, as_json, ex
     m = c.mesh(**{key: values}, size=size)
     out = fn(m[key], m["size"])
     rows = [
-        {key + "_in": c.f(m[key][i]), "size": int(m["size"][i]), key: c.f(out[i]), "method": method, "bound": "exact"}
+        # (A sound guarantee for every mechanism with the one-record guarantee, and the best one for that class —
+        # the Laplace or Gaussian mechanism reaches it — but not the exact value for any given mechanism: upper.)
+        {key + "_in": c.f(m[key][i]), "size": int(m["size"][i]), key: c.f(out[i]), "method": method, "bound": "upper"}
         for i in range(out.size)
     ]
     cols = [(key + "_in", label), ("size", "k", "int"), (key, label + " group", "float", "up")]
@@ -116,7 +118,10 @@ def _simple(command, key, label, values, size, fn, method, obj, fmt, as_json, ex
 @output_options
 @budget_option
 def pure(epsilon, size, fmt, as_json):
-    """Pure ε-DP for groups of k: kε (Dwork & Roth Thm 2.2)."""
+    """Pure ε-DP for groups of k: kε (Dwork & Roth Thm 2.2).
+
+    A sound guarantee for every ε-DP mechanism, and the best one for that class (the Laplace mechanism reaches it):
+    bound upper, since a given mechanism's group ε can be smaller."""
     from dpcalc.core import group as g
     from dpcalc.model import DP
 
@@ -130,7 +135,10 @@ def pure(epsilon, size, fmt, as_json):
 @_size
 @output_options
 def gdp(mu, size, fmt, as_json):
-    """μ-GDP for groups of k: kμ (Dong, Roth & Su 2022, Thm 2.14)."""
+    """μ-GDP for groups of k: kμ (Dong, Roth & Su 2022, Thm 2.14).
+
+    A sound guarantee for every μ-GDP mechanism, and the best one for that class (the Gaussian mechanism reaches
+    it): bound upper, since a given mechanism's group μ can be smaller."""
     from dpcalc.core import group as g
     from dpcalc.model import GDP
 
@@ -142,7 +150,10 @@ def gdp(mu, size, fmt, as_json):
 @_size
 @output_options
 def zcdp(rho, size, fmt, as_json):
-    """ρ-zCDP for groups of k: k²ρ (Bun & Steinke 2016, Proposition 5.5)."""
+    """ρ-zCDP for groups of k: k²ρ (Bun & Steinke 2016, Proposition 5.5).
+
+    A sound guarantee for every ρ-zCDP mechanism, and the best one for that class (the Gaussian mechanism reaches
+    it): bound upper, since a given mechanism's group ρ can be smaller."""
     from dpcalc.core import group as g
     from dpcalc.model import ZCDP
 
@@ -224,7 +235,7 @@ def from_input(source, size, delta, fmt, as_json):
 
     with c.collecting() as results:
         for obj, where in c.prefetched(read_objects(source), prefetch):
-            with c.attributed(where):
+            with c.attributed(where, obj):
                 if isinstance(obj, Gaussian):
                     ctx.invoke(
                         gaussian,
