@@ -882,9 +882,11 @@ def part_cost(part: Part, delta: float) -> float:
     return alone([part], delta)[0].epsilon
 
 
-def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: float | None = None) -> list[Total]:
+def alone(
+    parts: Sequence[Part], delta: float, with_pld: bool = False, width: float | None = None, every: bool = False
+) -> list[Total]:
     """Each part on its own (with its count) at δ: its tightest total, as
-    ``tightest(compose_parts([p], δ, with_pld, width))`` gives it, to the last digit — but each
+    ``tightest(compose_parts([p], δ, with_pld, width, every))`` gives it, to the last digit — but each
     closed form and the RDP search run once for all parts (vectorised), and PLD once per part that
     needs it. (ε, δ) parts cost their basic tε at tδ (no check against δ: on its own such a part
     is just what it says).
@@ -899,9 +901,15 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
     for i in pick(("dp",)):
         p = parts[i]
         found[i].append(Total("basic", "upper", p.times * p.epsilon, p.times * p.delta))
+    folds: dict = {}  # one discrete Gaussian run k > 1 times: the law of the sum first, as compose_parts has it
     for i in pick(PLD_KINDS):
         if parts[i].kind == "dp" or not (with_pld or parts[i].kind in PLD_ONLY_KINDS):
             continue
+        f = _dgauss_fold_first([parts[i]], [delta], width) if with_pld else None
+        if f is not None:
+            folds[i] = f[0]
+            if not every and f[0] is not None and f[0].met:
+                continue
         t = pld_total([parts[i]], delta, width)
         if t is not None:
             found[i].append(t)
@@ -916,7 +924,7 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
             bound = "upper" if parts[i].scheme in EPOCH_SCHEMES else "exact"
             found[i].append(Total("gdp", bound, float(x), delta, mu=float(m)))
     for i in pick(DISCRETE_KINDS):
-        t = _discrete_closed_form(parts[i], delta)
+        t = folds[i] if i in folds else _discrete_closed_form(parts[i], delta)
         if t is not None:
             found[i].append(t)
     for z in _chunks(pick(ZCDP_KINDS)):
@@ -933,7 +941,7 @@ def alone(parts: Sequence[Part], delta: float, with_pld: bool = False, width: fl
         for i, x, o in zip(r, e, a):
             found[i].append(Total("rdp", "upper", float(x), delta, order=float(o)))
     for i in pick(("curve",)):
-        found[i] += compose_parts([parts[i]], delta, with_pld, width)
+        found[i] += compose_parts([parts[i]], delta, with_pld, width, every)
     return [tightest(f) for f in found]
 
 

@@ -151,3 +151,21 @@ def test_the_pld_engine_runs_only_for_the_deltas_the_sum_leaves(monkeypatch):
     asked.clear()
     got = methods("--sigma", "300", "--times", "100", "--delta", "1e-6")
     assert asked == [[1e-6]] and "pld" in got and "discrete-gaussian-sum" not in got
+
+
+def test_a_ledger_release_and_its_total_agree_and_all_shows_the_pld_row(tmp_path):
+    """A ledger of one discrete Gaussian release: its own ε and the total's tightest are the same digits (both the
+    law of the sum where it answers), and --accountant all adds the PLD total row, as compose discrete-gaussian
+    does."""
+    book = tmp_path / "dg.toml"
+    book.write_text('[ledger]\ndelta = 0.031\n\n[[release]]\nname = "a"\nmechanism = "discrete_gaussian"\n'
+                    'sigma = 0.102\nsensitivity = 2\ntimes = 50\n')  # fmt: skip
+    for acc, methods in (("pld", {"discrete-gaussian-sum", "zcdp-rdp", "rdp"}), ("all", None)):
+        r = CliRunner().invoke(cli, ["compose", "--ledger", str(book), "--accountant", acc, "--json"])
+        assert r.exit_code == 0, r.output
+        rows = json.loads(r.stdout)["rows"]
+        (rel,) = [x for x in rows if x["kind"] == "release"]
+        (best,) = [x for x in rows if x["kind"] == "total" and x["tightest"]]
+        assert rel["epsilon"] == best["epsilon"] and rel["method"] == best["method"]
+        got = {x["method"] for x in rows if x["kind"] == "total"}
+        assert got == methods if methods else "pld" in got and "discrete-gaussian-sum" in got

@@ -220,6 +220,21 @@ def test_dgauss_sigma_grid_reads_rows_together_with_each_rows_digits(monkeypatch
     assert np.all(D.dgauss_delta_at(alone / (1 + 1e-9), eps, sens) > delta)
 
 
+def test_dgauss_delta_grid_reads_its_tables_in_chunks_with_each_cases_digits(monkeypatch):
+    # δ at ε over many σ lays out at most READ_ATOMS atoms of tables at once (12 σ near the cap took 5.6 GB when
+    # all were laid out together): the same digits however the cases are chunked.
+    sig = np.array([0.3, 40.0, 2.5, 900.0, 0.3, 7.0, 40.0])
+    eps = np.array([0.5, 0.01, 3.0, 1e-4, 0.0, 1.0, 0.2])
+    sens = np.array([1, 2, 1, 5, 3, 1, 1])
+    whole = D.dgauss_delta_interval(sig, eps, sens)
+    monkeypatch.setattr(D, "READ_ATOMS", 60)
+    assert len(D._atom_chunks(sig)) >= 5
+    chunked = D.dgauss_delta_interval(sig, eps, sens)
+    assert all(np.array_equal(a, b) for a, b in zip(whole, chunked))
+    one = [D.dgauss_delta_interval(float(s), float(e), int(k)) for s, e, k in zip(sig, eps, sens)]
+    assert np.array_equal(np.array([o[1] for o in one]), whole[1])
+
+
 def test_dgauss_table_cache_is_bounded_by_atoms(monkeypatch):
     monkeypatch.setattr(D, "TABLE_CACHE_ATOMS", 50_000)
     D.dgauss_table.cache_clear()

@@ -455,13 +455,18 @@ def test_a_dp_object_or_release_without_delta_is_said_once(tmp_path):
 
 def test_a_value_beyond_what_can_be_computed_names_the_fields_that_gave_it(tmp_path):
     """A piped object or ledger release whose numbers give an intermediate value out of range (ε = 1e308 gives
-    ρ = ε²/2 = inf) is refused naming the place and its numbers, nested ones by their path."""
+    ρ = ε²/2 = inf) is refused naming the place and its numbers (nested ones by their path, the most extreme in
+    scale first, at most six, to the last digit)."""
     err = refused("compose --times 4 --delta 1e-6", json.dumps({"type": "dp", "epsilon": 1e308, "delta": 0}))
-    assert "stdin document 1 object 1: its epsilon = 1e+308, delta = 0 gives rho = inf" in err
-    nested = {"type": "subsampled", "rate": 0.5, "inner": {"type": "dp", "epsilon": 1e308, "delta": 0}}
+    assert "stdin document 1 object 1: its epsilon = 1e+308, delta = 0.0 gives rho = inf" in err
+    nested = {"type": "subsampled", "rate": 0.123456789, "inner": {"type": "dp", "epsilon": 1e308, "delta": 0}}
     err = refused("compose --times 4 --delta 1e-6", json.dumps(nested))
-    assert "rate = 0.5, inner.epsilon = 1e+308, inner.delta = 0 gives rho = inf" in err
+    assert "its inner.epsilon = 1e+308, rate = 0.123456789, inner.delta = 0.0 gives rho = inf" in err
+    many = {"type": "composed", "parts": [{"times": 3, "of": {"type": "gaussian", "sigma": 1 + i}} for i in range(5)]}
+    many["parts"].append({"times": 1, "of": {"type": "dp", "epsilon": 1e308, "delta": 0}})
+    err = refused("compose --times 4 --delta 1e-6", json.dumps(many))
+    assert "its parts[6].of.epsilon = 1e+308, " in err and ", … gives rho = inf" in err
     book = tmp_path / "b.toml"
     book.write_text('[ledger]\ndelta = 1e-6\n\n[[release]]\nname = "a"\nmechanism = "dp"\nepsilon = 1e308\ndelta = 0\n')
     err = refused(["compose", "--ledger", str(book)])
-    assert "release 1 ('a'): its epsilon = 1e+308, delta = 0 gives rho = inf" in err
+    assert "release 1 ('a'): its epsilon = 1e+308, delta = 0.0 gives rho = inf" in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import click
@@ -132,14 +133,14 @@ def emit(result, fmt: str, as_json: bool, max_epsilon: float | None = None, valu
                 "(pipe fewer objects or use smaller grids)."
             )
         return 0
-    meta = getattr(click.get_current_context(silent=True), "meta", {})
-    taken = input_default_warnings(meta)
-    if taken:  # (defaults the input took that could hide a forgotten field: said, never silent)
-        result = dataclasses.replace(result, warnings=tuple(dict.fromkeys(result.warnings + tuple(taken))))
     if not result.rows:
         # Every command answers at least one row or says why not; an empty table must not pass as success.
         why = f": {result.warnings[0]}" if result.warnings else ""
         raise click.UsageError(f"no row can be answered for these inputs{why}")
+    meta = getattr(click.get_current_context(silent=True), "meta", {})
+    taken = input_default_warnings(meta)
+    if taken:  # (defaults the input took that could hide a forgotten field: said, never silent)
+        result = dataclasses.replace(result, warnings=tuple(dict.fromkeys(result.warnings + tuple(taken))))
     from dpcalc.render import render
 
     max_epsilon = meta.get("dpcalc.max_epsilon") if max_epsilon is None else max_epsilon
@@ -486,8 +487,8 @@ class attributed:
         return self
 
     def _its(self) -> str:
-        """'its epsilon = 1e+308, delta = 0': the object's numbers (nested ones by their path, the first six),
-        else 'it'."""
+        """'its epsilon = 1e+308, delta = 0': the object's numbers (nested ones by their path; the six farthest from
+        1 in scale first, where the culprit usually is), else 'it'."""
         try:
             fields = self.obj.to_dict()
         except AttributeError:
@@ -502,10 +503,11 @@ class attributed:
                 for i, x in enumerate(v, 1):
                     walk(x, f"{path}[{i}]")
             elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                nums.append(f"{path} = {v:g}")
+                nums.append((abs(math.log10(abs(v))) if v else 0.0, f"{path} = {v!r}"))
 
         walk(fields, "")
-        shown = ", ".join(nums[:6]) + (", …" if len(nums) > 6 else "")
+        nums.sort(key=lambda x: -x[0])  # (stable: equal scales keep the object's order)
+        shown = ", ".join(t for _, t in nums[:6]) + (", …" if len(nums) > 6 else "")
         return f"its {shown}" if nums else "it"
 
     def __exit__(self, kind, exc, tb):

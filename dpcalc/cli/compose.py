@@ -996,7 +996,7 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
                 "stdin has privacy objects but --ledger reads the releases from the ledger; list them in the "
                 "ledger, or pipe them without --ledger."
             )
-        return _compose_ledger(ledger, delta, accountant != "rdp", ledger_rows, fmt, as_json)
+        return _compose_ledger(ledger, delta, accountant != "rdp", ledger_rows, fmt, as_json, accountant == "all")
     refuse_unused("without --ledger (it says how a ledger's releases are listed)", "ledger_rows")
     # Identical objects are read once and counted: k of them are one k-fold composition.
     several: list = []
@@ -1105,7 +1105,7 @@ def _composed(pairs):
     return Composed(tuple((obj, t) for obj, counts in merged.items() for t in counts))
 
 
-def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
+def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False):
     """A ledger's total, and each release's own cost and share: computed once per distinct release.
 
     Releases with the same mechanism and count are one kind: each kind is flattened, costed on its
@@ -1138,8 +1138,8 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
         kinds = [book.entries[i] for i in firsts]
         parts = [flatten(e.obj, e.times, e.where) for e in kinds]
         flat = [dataclasses.replace(p, times=p.times * n) for ps, n in zip(parts, n_kind) for p in ps]
-        costs = _kind_costs(kinds, parts, d, with_pld)
-        totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width())
+        costs = _kind_costs(kinds, parts, d, with_pld, every)
+        totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width(), every=every)
         each = [p for ps in parts for p in ps]
         share_parts = shares(each, d, [n for ps, n in zip(parts, n_kind) for _ in ps])
     except ObjectError as exc:
@@ -1294,7 +1294,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json):
     )
 
 
-def _kind_costs(kinds, parts, d, with_pld):
+def _kind_costs(kinds, parts, d, with_pld, every=False):
     """Each kind of release on its own at δ: its tightest total (basic for (ε, δ) entries), computed
     once per kind — the one-part kinds (every ledger release) together, vectorised (accounting.alone)."""
     from dpcalc.accounting import Total, alone, compose_parts, tightest
@@ -1303,12 +1303,12 @@ def _kind_costs(kinds, parts, d, with_pld):
     out: list = [None] * len(kinds)
     single = [k for k, ps in enumerate(parts) if len(ps) == 1]
     try:
-        for k, t in zip(single, alone([parts[k][0] for k in single], d, with_pld, c.pld_width())):
+        for k, t in zip(single, alone([parts[k][0] for k in single], d, with_pld, c.pld_width(), every)):
             out[k] = t
     except (ValidationError, OverflowError, ZeroDivisionError):
         for k in single:  # name the release whose values are beyond what can be computed
             with c.attributed(kinds[k].where, kinds[k].obj):
-                alone(parts[k], d, with_pld, c.pld_width())
+                alone(parts[k], d, with_pld, c.pld_width(), every)
         raise
     for k, ps in enumerate(parts):
         if out[k] is not None:
@@ -1318,5 +1318,5 @@ def _kind_costs(kinds, parts, d, with_pld):
                 e = sum(t.epsilon for t in alone(ps, d))
                 out[k] = Total("basic", "upper", e, sum(p.times * p.delta for p in ps))
             else:
-                out[k] = tightest(compose_parts(ps, d, with_pld=with_pld, width=c.pld_width()))
+                out[k] = tightest(compose_parts(ps, d, with_pld=with_pld, width=c.pld_width(), every=every))
     return out

@@ -458,7 +458,9 @@ def _dg_delta(s, d, e):
     s, d, e = (np.asarray(a, dtype=np.float64).reshape(-1) for a in (s, d, e))
     if s.size == 0:
         return np.empty(shape), np.empty(shape)
-    lo, hi = _dg_cases(s, d).bounds(e)
+    lo, hi = np.empty(s.shape), np.empty(s.shape)
+    for part in _atom_chunks(s):  # (the tables of a chunk are laid out together: at most READ_ATOMS atoms)
+        lo[part], hi[part] = _dg_cases(s[part], d[part]).bounds(e[part])
     return lo.reshape(shape), hi.reshape(shape)
 
 
