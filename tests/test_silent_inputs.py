@@ -470,3 +470,20 @@ def test_a_value_beyond_what_can_be_computed_names_the_fields_that_gave_it(tmp_p
     book.write_text('[ledger]\ndelta = 1e-6\n\n[[release]]\nname = "a"\nmechanism = "dp"\nepsilon = 1e308\ndelta = 0\n')
     err = refused(["compose", "--ledger", str(book)])
     assert "release 1 ('a'): its epsilon = 1e+308, delta = 0.0 gives rho = inf" in err
+
+
+def test_a_laplace_object_read_as_its_pure_guarantee_is_labelled_as_a_bound():
+    """A piped Laplace object converts through its pure ε = Δ/b guarantee: exact for the guarantee, but the
+    mechanism's own curve is tighter (Laplace b = 1: TPR at FPR 0.3 is 1 − e^{−1}/(4·0.3) = 0.6934, the guarantee
+    says 0.7425), so β is `lower`, the attack figures `upper`, and a note says why."""
+    lap = json.dumps({"type": "laplace", "scale": 1.0, "sensitivity": 1.0})
+    for args, want in (("--to attack --fpr 0.3", "upper"), ("--to tradeoff --alpha 0.3", "lower")):
+        r = run(f"convert {args} --json", lap)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert {x["bound"] for x in doc["rows"]} == {want}
+        assert any("Laplace mechanism read as its pure" in n for n in doc["notes"])
+    tpr = json.loads(run("convert --to attack --fpr 0.3 --json", lap).stdout)["rows"][0]["tpr"]
+    assert tpr >= 1 - np.exp(-1) / (4 * 0.3)
+    r = run("convert --to attack --fpr 0.3 --json", json.dumps({"type": "dp", "epsilon": 1.0, "delta": 0}))
+    assert {x["bound"] for x in json.loads(r.stdout)["rows"]} == {"exact"}

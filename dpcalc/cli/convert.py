@@ -873,6 +873,8 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         fmt=fmt,
                         as_json=as_json,
                     )
+                    if isinstance(obj, Laplace):
+                        results[-1] = _as_guarantee_of(results[-1], where)
                 elif isinstance(obj, ZCDP):
                     need_dp("zCDP guarantee")
                     require("delta", delta, "zCDP converts to ε at a given δ")
@@ -923,6 +925,21 @@ def from_input(source, delta, epsilon, target, alpha, fpr, fmt, as_json):
                         )
                     )
     return c.emit(c.merge(results, "convert"), fmt, as_json)
+
+
+def _as_guarantee_of(result, where: str):
+    """A Laplace object's rows, read from its pure ε = Δ/b guarantee: exact for that guarantee, but the mechanism's
+    own curve is tighter (its β higher, its attacks weaker), so β is labelled ``lower`` and risks ``upper``."""
+    import dataclasses
+
+    rows = tuple(
+        {**r, "bound": "lower" if "beta" in r else "upper"} if r.get("bound") == "exact" else r for r in result.rows
+    )
+    note = (
+        f"{where} is a Laplace mechanism read as its pure ε = Δ/b guarantee: its own trade-off curve is tighter, so "
+        "β is a lower bound and the attack figures upper bounds for it."
+    )
+    return dataclasses.replace(result, rows=rows, notes=result.notes + (note,))
 
 
 def _invoke_discrete(ctx, obj, delta, epsilon, target, alpha, fpr, fmt, as_json):
