@@ -487,3 +487,11 @@ def test_a_laplace_object_read_as_its_pure_guarantee_is_labelled_as_a_bound():
     assert tpr >= 1 - np.exp(-1) / (4 * 0.3)
     r = run("convert --to attack --fpr 0.3 --json", json.dumps({"type": "dp", "epsilon": 1.0, "delta": 0}))
     assert {x["bound"] for x in json.loads(r.stdout)["rows"]} == {"exact"}
+
+
+@pytest.mark.parametrize("tpr, fpr", [("0.001", "0.01"), ("0.01", "0.01"), ("0.2,0.005", "0.01")])
+def test_plan_sgd_refuses_a_tpr_target_no_noise_can_meet(tpr, fpr):
+    """A TPR target at or below its FPR cannot be met by any noise (a coin flip reaches TPR = FPR): refused as
+    `calibrate gaussian` refuses it, naming both options, not reported as a search that found no σ."""
+    err = refused(f"plan-sgd --rate 0.01 --steps 100 --target-tpr {tpr} --at-fpr {fpr}")
+    assert "--target-tpr" in err and "--at-fpr" in err and "coin flip" in err

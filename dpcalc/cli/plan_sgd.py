@@ -262,6 +262,11 @@ def plan_sgd(
             raise click.UsageError("--at-fpr goes with --target-tpr.")
         if target_tpr is not None:
             require("at-fpr", at_fpr, "--target-tpr holds at a false-positive rate")
+            if min(target_tpr) <= max(at_fpr):  # (no noise meets it: as calibrate gaussian says, not a failed search)
+                raise click.UsageError(
+                    f"Invalid value for '--target-tpr': {min(target_tpr):g} is out of range; expected a TPR above "
+                    f"--at-fpr {max(at_fpr):g} (any mechanism lets a coin flip reach TPR = FPR)."
+                )
         if to != "epsilon":
             raise click.UsageError("--to reads a run; an attack-risk target solves for what is left out of it.")
         to = "risk-target"
