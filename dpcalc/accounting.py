@@ -799,11 +799,10 @@ def _discrete_closed_forms(p: Part, deltas: list[float]) -> list[Total | None]:
 def _dgauss_fold_first(parts: list[Part], deltas: list[float], width: float | None) -> list[Total | None] | None:
     """:func:`_dgauss_sum_totals` where the parts (grouped) are one discrete Gaussian run k > 1 times (else None),
     each row's ``met`` judged by the width asked (``width``: the PLD engine's relative width, None its default)."""
-    from dpcalc.core.pld.sizing import ABS_WIDTH, REL_WIDTH
-
     if len(parts) != 1 or parts[0].kind != "dgauss" or parts[0].times <= 1:
         return None
     from dpcalc.core.errors import ValidationError
+    from dpcalc.core.pld.sizing import ABS_WIDTH, REL_WIDTH
 
     rel, abs_ = (REL_WIDTH, ABS_WIDTH) if width is None else (width, width / 10)
     try:

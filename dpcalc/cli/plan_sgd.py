@@ -262,11 +262,11 @@ def plan_sgd(
             raise click.UsageError("--at-fpr goes with --target-tpr.")
         if target_tpr is not None:
             require("at-fpr", at_fpr, "--target-tpr holds at a false-positive rate")
-            if min(target_tpr) <= max(at_fpr):  # (no noise meets it: as calibrate gaussian says, not a failed search)
-                raise click.UsageError(
-                    f"Invalid value for '--target-tpr': {min(target_tpr):g} is out of range; expected a TPR above "
-                    f"--at-fpr {max(at_fpr):g} (any mechanism lets a coin flip reach TPR = FPR)."
-                )
+            from dpcalc.core import attack
+
+            # A target at or below its FPR is met by no noise: refused by the check calibrate gaussian uses (its
+            # message), not left to a search that finds no σ — the lowest target against the highest FPR.
+            attack.mu_for_tpr(min(target_tpr), max(at_fpr))
         if to != "epsilon":
             raise click.UsageError("--to reads a run; an attack-risk target solves for what is left out of it.")
         to = "risk-target"
