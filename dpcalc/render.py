@@ -68,6 +68,9 @@ def format_number(value: float, safe: str = "nearest", digits: int = SIGNIFICANT
     d = Decimal(value)  # exact binary value
     q = Decimal(1).scaleb(d.adjusted() - digits + 1)
     r = d.quantize(q, rounding=mode)
+    if mode == ROUND_HALF_EVEN and abs(r) == 1:
+        # An echoed 0.9999999 is not shown as 1: δ = 1 (or a rate, a probability of 1) means something else.
+        return format_number(value, safe, digits + 1)
     exp = r.adjusted()
     if -4 <= exp < 7:
         text = format(r, "f")
@@ -77,6 +80,24 @@ def format_number(value: float, safe: str = "nearest", digits: int = SIGNIFICANT
     mant = r.scaleb(-exp)
     m = format(mant, "f").rstrip("0").rstrip(".") if "." in format(mant, "f") else format(mant, "f")
     return f"{m}e{exp:+03d}"
+
+
+def format_compared(
+    a: float, b: float, above: bool, safe_a: str = "nearest", safe_b: str = "nearest", digits: int = SIGNIFICANT
+) -> tuple[str, str]:
+    """``a`` and ``b`` as a message compares them (``a > b`` where ``above``, else ``a <= b``): each at
+    ``digits`` significant digits rounded toward its own safe side, with more digits (up to 17) until the texts
+    read the way the comparison went — a budget check never says "ε = 9611.66 > 9611.66". Where no
+    rounding does, the shortest texts that read back as the two floats (``repr``)."""
+
+    def holds(x: str, y: str) -> bool:
+        return float(x) > float(y) if above else float(x) <= float(y)
+
+    for n in range(digits, 18):
+        x, y = format_number(a, safe_a, n), format_number(b, safe_b, n)
+        if holds(x, y):
+            return x, y
+    return _tidy(repr(float(a))), _tidy(repr(float(b)))
 
 
 def _tidy(text: str) -> str:
@@ -297,11 +318,12 @@ def _budget_verdict(result: Result) -> tuple[str, str] | None:
     budget = result.extra.get("budget")
     if not budget:
         return None
-    limit = format_number(float(budget["max_epsilon"]))
     checked = [r for r in result.answer_rows() if isinstance(r.get("epsilon"), float)]
     worst = max(checked, key=lambda r: r["epsilon"])
     at = f" at δ = {format_number(worst['delta'], 'up')}" if isinstance(worst.get("delta"), float) else ""
-    eps = format_number(worst["epsilon"], "up")
+    eps, limit = format_compared(
+        worst["epsilon"], float(budget["max_epsilon"]), bool(budget.get("exceeded")), safe_a="up"
+    )
     how = f"({worst.get('method')}, {worst.get('bound')})"
     if budget.get("exceeded"):
         over = [r for r in checked if r["epsilon"] > float(budget["max_epsilon"])]

@@ -116,6 +116,14 @@ def run(args):
     return CliRunner().invoke(cli, ["convert", "audit", *args.split()])
 
 
+def test_a_claim_just_below_the_proof_is_shown_below_it():
+    # The audit proves ε >= 2.700818262...; a claim of 2.7008182 reads 2.70082 at six digits, above 2.70081.
+    r = run("--true-positives 830 --positives 1000 --false-positives 40 --negatives 1000 --claimed-epsilon 2.7008182")
+    assert r.exit_code == 1
+    proven, claimed = r.stderr.split("ε ≥ ")[1].split(" at ")[0].split(" > ")
+    assert float(proven) > float(claimed) == 2.7008182 and float(proven) <= 2.700818262045008
+
+
 def test_a_contradicted_claim_exits_1_and_says_why():
     r = run("--canaries 1000 --guesses 100 --correct 95 --delta 1e-5 --claimed-epsilon 1 --json")
     assert r.exit_code == 1

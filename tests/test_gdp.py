@@ -111,3 +111,24 @@ def test_tradeoff_and_tpr_far_past_the_tail(mu):
     assert list(beta) == [1.0, 0.0, 0.0, 0.0, 0.0] or mu == 40.0
     assert list(tpr[1:]) == [1.0] * 4 or mu == 40.0
     assert beta[0] == 1.0 and tpr[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    "mu, alpha, bound", [(40.0, 0.5, "lower"), (40.0, 1e-10, "exact"), (40.0, 1.0, "exact"), (3.0, 0.5, "exact")]
+)
+def test_a_beta_below_every_double_is_labelled_a_lower_bound(mu, alpha, bound):
+    """β = Φ(Φ⁻¹(1−α) − μ) > 0 for α < 1; where it underflows (Φ(−40) ≈ 4e-350) the 0 shown is it rounded
+    down — a lower bound on β, the safe side — and says so instead of "exact"."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    res = CliRunner().invoke(
+        cli, ["convert", "gdp", "--mu", repr(mu), "--to", "tradeoff", "--alpha", repr(alpha), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)["rows"][0]
+    assert row["bound"] == bound
+    assert (row["beta"] == 0.0) == (bound == "lower" or alpha == 1.0)

@@ -251,3 +251,18 @@ def test_running_out_of_memory_is_one_line_and_exit_2(monkeypatch, raised, code)
         assert (str(raised) or "MemoryError") in lines[0]
     else:
         assert "internal error" in lines[0] and str(raised) in lines[0]
+
+
+@pytest.mark.parametrize(
+    "lower, upper, shown",
+    [
+        (1.0, 1.001002, "(0.001002 > 0.001001: "),  # at 3 digits both read 0.001: more digits, never "0.001 > 0.001"
+        (1.0, 1.5, "(0.5 > 0.0015: "),
+        (1.0, 1.0009, "(0.0009 against 0.001: "),  # the engine's verdict, not this comparison: no false ">"
+    ],
+)
+def test_width_warning_compares_widths_with_digits_enough(lower, upper, shown):
+    from dpcalc.cli._common import width_warnings
+
+    (msg,) = width_warnings(["row"], [lower], [upper], [False])
+    assert shown in msg and msg.endswith("both ends are still certified bounds.")

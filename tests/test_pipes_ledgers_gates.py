@@ -179,6 +179,23 @@ def test_budget_gate_exit_codes_and_json_still_printed():
     assert under.exit_code == 0 and json.loads(under.stdout)["budget"]["exceeded"] is False
 
 
+@pytest.mark.parametrize("limit", [8.385418, 8.38541892, 8.3854189242168])
+def test_budget_message_shows_digits_enough_to_tell_epsilon_from_the_budget(limit):
+    # ε = 8.385418924216834 (μ = √3): at six digits ε (rounded up) and a budget just below it both read 8.38542.
+    r = run(f"compose gaussian --sigma 1 --times 3 --delta 1e-5 --max-epsilon {limit!r} --format markdown")
+    assert r.exit_code == 1
+    msg = r.stderr.strip()
+    eps, _, rest = msg.removeprefix("budget exceeded: ε = ").partition(" > ")
+    shown = rest.split(" at ")[0]
+    assert float(eps) > float(shown) and float(eps) >= 8.385418924216834
+    assert f"is over the budget of {shown}" in r.stdout and f"ε = {eps} at" in r.stdout
+    ok = run("compose gaussian --sigma 1 --times 3 --delta 1e-5 --max-epsilon 8.3854189243 --format markdown")
+    assert ok.exit_code == 0
+    line = next(x for x in ok.stdout.splitlines() if "Budget check: passed." in x)
+    e_ok, b_ok = line.split("ε = ")[1].split(" at ")[0], line.split("budget of ")[1].rstrip(".")
+    assert float(e_ok) <= float(b_ok)
+
+
 @pytest.mark.parametrize(
     "args",
     [

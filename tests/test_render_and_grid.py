@@ -71,3 +71,16 @@ def test_minus_zero_is_zero():
     (z,) = parse_grid("-0")
     assert z == 0 and math.copysign(1.0, z) == 1.0
     assert all(math.copysign(1.0, v) == 1.0 for v in parse_grid("-0.0,-0e5"))
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [(0.9999999, "0.9999999"), (0.99999949, "0.999999"), (1.0000001, "1.0000001"), (1.0, "1"), (0.5, "0.5")],
+)
+def test_an_echoed_value_near_one_is_not_shown_as_one(value, shown):
+    """δ = 0.9999999 is not δ = 1 (no guarantee at all): echoed inputs get the digits to say so; bounds keep
+    their safe-side rounding (an upper δ of 0.9999999 is shown as 1)."""
+    from dpcalc.render import format_number
+
+    assert format_number(value) == shown
+    assert format_number(0.9999999, "up") == "1" and format_number(0.9999999, "down") == "0.999999"

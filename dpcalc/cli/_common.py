@@ -208,17 +208,15 @@ def check_budget(result, max_epsilon: float):
     extra["budget"] = {"max_epsilon": max_epsilon, "exceeded": bool(over)}
     if not over:
         return dataclasses.replace(result, extra=extra)
-    from dpcalc.render import format_number
+    from dpcalc.render import format_compared, format_number
 
     worst = max(over, key=lambda r: r["epsilon"])
-    # Rounded toward the safe side, as the table shows it (ε up, δ up).
-    eps = format_number(worst["epsilon"], "up")
+    # Rounded toward the safe side, as the table shows it (ε up, δ up), with digits enough to show ε above the budget.
+    eps, limit = format_compared(worst["epsilon"], max_epsilon, True, safe_a="up")
     delta = worst.get("delta")
     at = format_number(float(delta), "up") if isinstance(delta, (int, float)) else "–"
-    msg = (
-        f"budget exceeded: ε = {eps} > {format_number(max_epsilon)} at δ = {at} "
-        f"({worst['method']}, {worst['bound']})"
-        + (f"; {len(over)} of {len(checked)} rows over" if len(checked) > 1 else "")
+    msg = f"budget exceeded: ε = {eps} > {limit} at δ = {at} ({worst['method']}, {worst['bound']})" + (
+        f"; {len(over)} of {len(checked)} rows over" if len(checked) > 1 else ""
     )
     extra["budget"]["reason"] = msg
     return dataclasses.replace(result, status=1, extra=extra, failure=msg)
@@ -366,15 +364,22 @@ def width_warnings(labels, lower, upper, met, why: str | None = None) -> list[st
     )
     import numpy as np
 
-    from dpcalc.render import format_number
+    from dpcalc.render import format_compared, format_number
 
     lo, up = np.asarray(lower, float), np.asarray(upper, float)
     wide = [i for i in range(lo.size) if np.isfinite(lo[i]) and np.isfinite(up[i]) and not bool(met[i])]
     target = width_target(up)
+
+    def gap(i: int) -> str:
+        width, asked = float(up[i] - lo[i]), float(target[i])
+        if width > asked:  # (digits enough to show it: never "0.001 > 0.001")
+            return " > ".join(format_compared(width, asked, True, digits=3))
+        return f"{width:.3g} against {asked:.3g}"  # (the engine's own verdict, compared before this rounding)
+
     out = [
         f"the certified interval for {labels[i]} is [{format_number(float(lo[i]), 'down')}, "
         f"{format_number(float(up[i]), 'up')}], wider than asked "
-        f"({up[i] - lo[i]:.3g} > {target[i]:.3g}: {why}); both ends are still certified bounds."
+        f"({gap(i)}: {why}); both ends are still certified bounds."
         for i in wide[:5]
     ]
     if len(wide) > 5:

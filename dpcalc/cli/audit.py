@@ -70,7 +70,7 @@ def audit(
     from dpcalc.cli import _common as c
     from dpcalc.core import audit as core
     from dpcalc.model import Column, Result
-    from dpcalc.render import format_number
+    from dpcalc.render import format_compared
 
     classic = {"true_positives": true_positives, "positives": positives, "false_positives": false_positives,
                "negatives": negatives}  # fmt: skip
@@ -187,9 +187,9 @@ def audit(
     bad = [row for row in rows if row.get("contradicted")]
     if bad:
         worst = max(bad, key=lambda row: row["epsilon"])
-        proven = format_number(worst["epsilon"], "down")
+        proven, claimed = format_compared(worst["epsilon"], claimed_epsilon, True, safe_a="down")
         msg = (
-            f"claim contradicted: the audit proves ε ≥ {proven} > {claimed_epsilon:g} at "
+            f"claim contradicted: the audit proves ε ≥ {proven} > {claimed} at "
             f"δ = {worst['delta']:g} with confidence {worst['confidence']:g}"
             + (f"; {len(bad)} of {len(rows)} rows" if len(rows) > 1 else "")
         )

@@ -79,6 +79,8 @@ def _refuse_for_target(target: str | None, *, sensitivity: bool = False, query: 
 
 def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
     """Rows for a μ-GDP guarantee (also used by Gaussian mechanisms)."""
+    import numpy as np
+
     from dpcalc.core import gdp
 
     rows = []
@@ -108,9 +110,13 @@ def _gdp_rows(mus, delta, epsilon, target, alpha, fpr, extra, method):
         m = c.mesh(i=tuple(range(len(mus))), alpha=alpha or parse_grid(DEFAULT_ALPHAS))
         mu = mus.take(m["i"].astype(int))
         beta = gdp.tradeoff(mu, m["alpha"])
+        # β = Φ(Φ⁻¹(1−α) − μ) is positive for every α < 1, but past Φ(−38) it is below every double: 0 there
+        # is that value rounded down, a lower bound on β (the safe side), not its exact value.
+        under = (beta == 0) & (m["alpha"] < 1) & np.isfinite(mu)
         for k in range(mu.size):
             row = dict(extra[int(m["i"][k])])
-            row.update(mu=c.f(mu[k]), alpha=c.f(m["alpha"][k]), beta=c.f(beta[k]), method="gdp-tradeoff", bound="exact")
+            how = "lower" if under[k] else "exact"
+            row.update(mu=c.f(mu[k]), alpha=c.f(m["alpha"][k]), beta=c.f(beta[k]), method="gdp-tradeoff", bound=how)
             rows.append(row)
         # A larger β means a weaker attack, so round β down.
         cols = [("mu", "μ", "float", "up"), ("alpha", "α (type I)"), ("beta", "β (type II)", "float", "down")]
