@@ -87,20 +87,36 @@ def test_a_next_value_only_the_fallback_accounts_is_the_edge():
 
 def test_tiny_target_that_no_sigma_meets():
     # δ = 1e-40 is below the total variation bound even at σ = 1e12 (q·√(T/2)/σ = 3.6e-13), and below the PLD
-    # engine's range: RDP, whose orders end, reaches no ε as small as 1e-6 there.
-    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-40 --target-epsilon 1e-6")
+    # engine's range; RDP, whose orders end, reaches no ε as small as 1e-6 there. The same steps without
+    # subsampling do (exactly μ-GDP, μ = √T/σ: σ ≈ 1.4e9), but no σ up to 1e12 makes even them 1e-10-DP.
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-40 --target-epsilon 1e-10")
     r = d["rows"][0]
     assert not r["found"] and r["search"] == "none" and r["noise_multiplier"] is None
     assert any("no noise multiplier up to 1e+12" in w for w in d["warnings"])
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-40 --target-epsilon 1e-6")
+    r = d["rows"][0]
+    assert r["found"] and r["method"] == "no-subsampling" and r["bound"] == "upper"
+    assert sgd.no_subsampling_upper(r["noise_multiplier"], 14063, 1e-40)[0] == r["epsilon"] <= 1e-6
+    assert 1.3e9 < r["noise_multiplier"] < 1.5e9 and r["epsilon_next"] > 1e-6
 
 
 def test_tiny_target_met_where_delta_exceeds_the_total_variation():
-    # At δ = 1e-12 a σ of about q·√(T/2)/δ makes ε = 0 exactly (method total-variation).
-    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-12 --target-epsilon 1e-6")
+    # At δ = 1e-8 a σ of about q·√(T/2)/δ makes ε = 0 exactly (method total-variation).
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-8 --target-epsilon 1e-9")
     r = d["rows"][0]
     assert r["found"] and r["method"] == "total-variation" and r["epsilon"] == 0
     q, t = 256 / 60000, 14063
-    assert 0.9 * q * (t / 2) ** 0.5 / 1e-12 < r["noise_multiplier"] < 1.1 * q * (t / 2) ** 0.5 / 1e-12
+    assert 0.9 * q * (t / 2) ** 0.5 / 1e-8 < r["noise_multiplier"] < 1.1 * q * (t / 2) ** 0.5 / 1e-8
+
+
+def test_tiny_target_met_without_subsampling_far_below_the_total_variation_route():
+    # At δ = 1e-12, ε <= 1e-6: the total variation route needed σ ≈ q·√(T/2)/δ ≈ 3.6e11 (the PLD interval's upper
+    # end may be as wide as the absolute width 1e-4); the same steps on every record are 1e-6-DP from σ ≈ 4.9e8.
+    d = doc("plan-sgd --dataset-size 60000 --batch-size 256 --epochs 60 --delta 1e-12 --target-epsilon 1e-6")
+    r = d["rows"][0]
+    assert r["found"] and r["method"] == "no-subsampling" and r["bound"] == "upper"
+    assert sgd.no_subsampling_upper(r["noise_multiplier"], 14063, 1e-12)[0] == r["epsilon"] <= 1e-6
+    assert 4e8 < r["noise_multiplier"] < 6e8
 
 
 def test_steps_search_exact_and_range_end():

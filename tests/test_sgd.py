@@ -60,3 +60,65 @@ def test_epsilon_vectorised_over_a_grid():
     e = sgd.epsilon(0.01, sig, 1000, 1e-5)
     assert e.shape == (200,)
     assert np.all(np.diff(e) < 0)
+
+
+def test_no_subsampling_bound_answers_a_tiny_epsilon_near_full_batch():
+    """q = 0.99064, σ = 1.75e6, 3721 steps, δ = 1e-5: PLD's interval was [0, 1.58e-5] (within the absolute
+    width 1e-4), while the same steps on every record are exactly 8.64e-6-DP at that δ and sampling never
+    raises ε: the answer is the smaller, labelled no-subsampling, beside PLD's lower end."""
+    from dpcalc.core.pld import exact
+
+    q, s, t, d = 0.9906362715962292, 1751454.451627681, 3721, 1e-5
+    b = sgd.best(q, s, t, d)
+    m_lo, m_hi = exact.gaussian_mu(np.array([t]), np.array([s]))
+    full = exact.gaussian_interval(m_lo, np.array([d]), m_hi)[1][0]
+    assert b.method[0] == "no-subsampling" and b.bound[0] == "upper"
+    assert b.upper[0] == full < b.tight.upper[0]
+    assert b.lower[0] == b.tight.lower[0] <= b.upper[0]
+    # The inverse takes it too: no more noise than the full batch needs for the same target.
+    target = 1.5791829896433928e-05
+    sol_q = sgd.solve_sigma(q, t, d, target, "best")
+    sol_1 = sgd.solve_sigma(1.0, t, d, target, "best")
+    assert sol_q.value[0] <= sol_1.value[0] * (1 + 1e-3)
+    assert sgd.no_subsampling_upper(sol_q.value[0], t, d)[0] <= target or sol_q.method[0] != "no-subsampling"
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "without-replacement"])
+def test_no_subsampling_bound_is_never_below_a_certified_lower_end(sampling):
+    """The bound rests on C_q(G_{1/σ}) >= G_{1/σ} (and its composition): were it ever below the tight engine's
+    certified lower end, one of the two would be false. Random settings across the box, and near q = 1."""
+    rng = np.random.default_rng(32)
+    n = 40
+    q = np.concatenate([10 ** rng.uniform(-4, 0, n // 2), 1 - 10 ** rng.uniform(-6, -1, n // 2)])
+    s = 10 ** rng.uniform(np.log10(0.4), 3, n)
+    t = np.floor(10 ** rng.uniform(0, 4, n))
+    d = 10 ** rng.uniform(-12, -2, n)
+    tt = sgd.tight_interval(q, s, t, d, sampling)
+    full = sgd.no_subsampling_upper(s, t, d)
+    ok = np.isfinite(tt.lower)
+    assert ok.sum() >= n // 2
+    assert np.all(tt.lower[ok] <= full[ok])
+    b = sgd.best(q, s, t, d, sampling)
+    assert np.all(b.upper <= full) and np.all(b.upper <= tt.upper)
+    took = b.method == "no-subsampling"
+    assert np.all(b.upper[took] == full[took]) and np.all(b.bound[took] == "upper")
+
+
+def test_plan_sgd_shows_the_no_subsampling_answer_and_says_why():
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    args = ["plan-sgd", "--rate", "0.9906362715962292", "--steps", "3721", "--delta", "1e-5"]
+    args += ["--noise-multiplier", "1751454.451627681", "--json"]
+    for extra, n_rows in (([], 1), (["--accountant", "all"], 3)):
+        r = CliRunner().invoke(cli, args + extra)
+        assert r.exit_code == 0, r.output
+        doc = json.loads(r.stdout)
+        assert len(doc["rows"]) == n_rows
+        (row,) = [x for x in doc["rows"] if x["method"] == "no-subsampling"]
+        assert row["bound"] == "upper" and row["epsilon_lower"] == 0.0 and row["epsilon"] < 9e-6
+        assert row.get("tightest", True) is True
+        assert any(note.startswith("no-subsampling:") for note in doc["notes"])

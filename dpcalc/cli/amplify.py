@@ -254,10 +254,13 @@ def gaussian(
             warnings += c.bracket_warnings(tight)
         else:
             tight = None
+        if tight is not None:
+            # The tight engine's upper end, or the same steps' without subsampling where that is smaller.
+            t_up, t_meth = sgd.with_no_subsampling(tight, s_, t, d, sch)
         no_clt = []  # rows whose approximate GDP-CLT value overflows (left out, said once)
         sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)
         if tight is not None:
-            sound_any = sound_any | np.isfinite(tight.upper)
+            sound_any = sound_any | np.isfinite(t_up)
         if not sound_any.all():
             k = int(np.flatnonzero(~sound_any)[0])
             raise click.UsageError(
@@ -277,22 +280,23 @@ def gaussian(
                 "scheme": sch if scheme == "both" else None,
             }
             sound = {}
-            if tight is not None and np.isfinite(tight.upper[i]):
-                sound["tight"] = float(tight.upper[i])
+            if tight is not None and np.isfinite(t_up[i]):
+                sound["tight"] = float(t_up[i])
             if poisson and np.isfinite(e_rdp[i]):
                 sound["rdp"] = float(e_rdp[i])
             best = min(sound, key=sound.get) if sound else None
-            if tight is not None and np.isfinite(tight.upper[i]):
+            if tight is not None and np.isfinite(t_up[i]):
+                lo_i = float(tight.lower[i])
                 rows.append(
                     dict(
                         base,
-                        epsilon=c.f(tight.upper[i]),
-                        epsilon_lower=c.f(tight.lower[i]),
-                        epsilon_width=c.f(tight.upper[i] - tight.lower[i]),
+                        epsilon=c.f(t_up[i]),
+                        epsilon_lower=c.f(lo_i) if np.isfinite(lo_i) else None,
+                        epsilon_width=c.f(t_up[i] - lo_i) if np.isfinite(lo_i) else None,
                         mu=None,
                         tightest=best == "tight",
-                        method=str(tight.method[i]),
-                        bound=str(tight.bound[i]),
+                        method=str(t_meth[i]),
+                        bound="upper" if t_meth[i] == "no-subsampling" else str(tight.bound[i]),
                     )
                 )
             if poisson and np.isfinite(e_rdp[i]):  # (past ε ≈ 1e308 RDP has no bound to show; PLD answers)
@@ -334,7 +338,7 @@ def gaussian(
         elif tight is not None and not np.isfinite(tight.upper).all():
             bad = [labels[i] for i in range(q.size) if not np.isfinite(tight.upper[i])]
             shown = bad[0] + (f" and {len(bad) - 1} more" if len(bad) > 1 else "")
-            warnings.append(c.pld_declined(shown) + "; rdp is shown there.")
+            warnings.append(c.pld_declined(shown) + "; rdp and no-subsampling are shown there.")
         if poisson and (e_clt < e_rdp).any():
             warnings.append(
                 "the GDP-CLT ε is an asymptotic approximation and can be below the true ε; the pld and rdp rows "
@@ -380,7 +384,8 @@ def gaussian(
             "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
             "(pld, or the exact routes: gdp for q = 1, privacy-profile for T = 1, total-variation where ε = 0)."
         ]
-        + ([sgd.RARE_NOTE] if any(r_.get("method") == "rare-steps" for r_ in rows) else []),
+        + ([sgd.RARE_NOTE] if any(r_.get("method") == "rare-steps" for r_ in rows) else [])
+        + ([sgd.NO_SUBSAMPLING_NOTE] if any(r_.get("method") == "no-subsampling" for r_ in rows) else []),
         tail=tail,
     )
 

@@ -374,7 +374,10 @@ def plan_sgd(
             if engines == ["pld"]:
                 by_engine[e] = (best.upper, best.lower, best.method, best.bound)
             else:
-                by_engine[e] = (t.upper, t.lower, t.method, t.bound)
+                # (The tight engine's row, with the same steps' no-subsampling bound where that is smaller.)
+                t_up, t_meth = sgd.with_no_subsampling(t, ss, t_arr, ds, sampling)
+                t_bound = np.where(t_meth == "no-subsampling", "upper", t.bound).astype(object)
+                by_engine[e] = (t_up, t.lower, t_meth, t_bound)
         else:
             eps = sgd.epsilon(qs, ss, t_arr, ds, e, sampling=sampling)
             by_engine[e] = (np.asarray(eps, float), None, np.full(idx.size, e, dtype=object), None)
@@ -400,7 +403,11 @@ def plan_sgd(
             shown = ", ".join(labels[k] for k in failed[:3])
             if len(failed) > 3:
                 shown += f" and {len(failed) - 3} more"
-            then = "those rows are by rdp, without a certified lower end." if engines == ["pld"] else "see the rdp row."
+            then = (
+                "those rows are by the smaller of rdp and no-subsampling, without a certified lower end."
+                if engines == ["pld"]
+                else "see the rdp row, and the no-subsampling one."
+            )
             warnings.append(f"{c.pld_declined(shown)}; {then}")
         if engines == ["pld"]:
             smaller = [k for k in range(idx.size) if best.method[k] == "rdp" and np.isfinite(best.tight.upper[k])]
@@ -451,6 +458,8 @@ def plan_sgd(
         )
         if any(r.get("method") == "rare-steps" for r in rows):
             notes.append(sgd.RARE_NOTE)
+        if any(r.get("method") == "no-subsampling" for r in rows):
+            notes.append(sgd.NO_SUBSAMPLING_NOTE)
     if "gdp-clt" in engines:
         shown = [e for e in engines if e != "gdp-clt" and np.isfinite(np.asarray(by_engine[e][0], float)).any()]
         warnings.append(
@@ -784,7 +793,12 @@ def _inverse(v: dict) -> int:
             "its tolerance."
         )
     if engines == ["pld"] and poisson:
-        notes.append("The default bound is the smaller of PLD's certified upper end and RDP's, as for forward answers.")
+        notes.append(
+            "The default bound is the smallest of PLD's certified upper end, RDP's and the same steps' without "
+            "subsampling (no-subsampling), as for forward answers."
+        )
+    if any(r.get("method") == "no-subsampling" for r in rows):
+        notes.append(sgd.NO_SUBSAMPLING_NOTE)
     if "gdp-clt" in engines:
         warnings.append("gdp-clt answers are approximate and may break the target; plan with the pld or rdp row.")
     safe = {"noise_multiplier": "up", "steps": "down", "epochs": "down", "batch_size": "down"}

@@ -118,7 +118,8 @@ RARE_NOTE = (
 )
 
 #: Methods of the tight engine's rows: PLD, and the exact routes it takes where a closed form exists;
-#: ``pld-bracket`` is a row of an ε curve between two composed step counts (:func:`tight_curve`).
+#: ``pld-bracket`` is a row of an ε curve between two composed step counts (:func:`tight_curve`);
+#: ``no-subsampling`` an upper end the answer takes from the same steps without sampling (:func:`no_subsampling_upper`).
 TIGHT_METHODS = {
     "pld": "upper",
     "gdp": "exact",
@@ -126,7 +127,44 @@ TIGHT_METHODS = {
     "total-variation": "exact",
     "pld-bracket": "upper",
     "rare-steps": "upper",
+    "no-subsampling": "upper",
 }
+
+#: The note a command adds where a row's upper end is ``no-subsampling``.
+NO_SUBSAMPLING_NOTE = (
+    "no-subsampling: the same T steps with every record in every batch (q = 1) are exactly μ-GDP with μ = √T/σ, "
+    "and sampling never raises ε (a step on a sample is C_q(G_{1/σ})-DP, and C_q(f) >= f: Dong, Roth & Su 2022), so "
+    "their ε is an upper end for every q; the answer takes it where it is below the PLD interval's (a tiny ε near q = "
+    "1, where that interval may be as wide as the absolute width asked for), with the PLD interval's lower end."
+)
+
+
+def no_subsampling_upper(sigma, steps, delta) -> np.ndarray:
+    """A certified upper end on ε(δ) of T Gaussian steps on a sample (Poisson, or without replacement
+    under substitution with σ over that sensitivity), whatever the rate: the ε of the same steps on every
+    record, exactly μ-GDP with μ = √T/σ (rounded up; :func:`.pld.exact.gaussian_interval`). Sampling is a
+    step's post-processing into a mixture whose trade-off is C_q(G_{1/σ}) >= G_{1/σ} ([DRS] Thm 4.2 and
+    Lemma A.2; for Poisson sampling's add and remove pairs, joint convexity of the hockey-stick
+    divergence), and composition keeps that order ([DRS] Lemma C.1)."""
+    from .pld import exact
+
+    s, t, d = (np.asarray(v, float).ravel() for v in np.broadcast_arrays(sigma, steps, delta))
+    out = np.full(s.shape, np.nan)
+    ok = np.isfinite(s) & (s > 0) & (t >= 1) & (d > 0) & (d < 1)
+    if ok.any():
+        m_lo, m_hi = exact.gaussian_mu(t[ok], s[ok])
+        with np.errstate(all="ignore"):  # (the upper end of the q = 1 route's own interval: the same digits)
+            out[ok] = exact.gaussian_interval(m_lo, d[ok], m_hi)[1]
+    return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
+
+
+def _full_where_smaller(e: np.ndarray, meth: np.ndarray, case) -> tuple[np.ndarray, np.ndarray]:
+    """The no-subsampling upper end (:func:`no_subsampling_upper`) where it is below ``e`` (strictly: on a
+    tie the tight engine's row stays, with its lower end) or ``e`` has none."""
+    _, s, t, d = (np.broadcast_to(v, np.shape(e)) for v in case)
+    full = no_subsampling_upper(s, t, d)
+    use = np.isfinite(full) & ~(e <= full)
+    return np.where(use, full, e), np.where(use, "no-subsampling", meth).astype(object)
 
 
 def _bounds(method: np.ndarray, met: np.ndarray) -> np.ndarray:
@@ -642,13 +680,28 @@ def best(
         r = np.asarray(_rdp_epsilon(q, sigma, steps, delta), float)
     else:
         r = np.full(q.shape, np.nan)
-    use_rdp = np.isfinite(r) & ~(t.upper <= r)  # RDP where it is smaller, or the only one
-    upper = np.where(use_rdp, r, t.upper)
-    method = np.where(use_rdp, "rdp", t.method).astype(object)
-    bound = np.where(use_rdp, "upper", t.bound).astype(object)
+    # The same steps without sampling, where their exact ε is the smaller (and where the tight engine has none).
+    t_up, t_method = with_no_subsampling(t, sigma, steps, delta, sampling)
+    use_rdp = np.isfinite(r) & ~(t_up <= r)  # RDP where it is smaller, or the only one
+    upper = np.where(use_rdp, r, t_up)
+    method = np.where(use_rdp, "rdp", t_method).astype(object)
+    bound = np.where(use_rdp | (method == "no-subsampling"), "upper", t.bound).astype(object)
     with np.errstate(invalid="ignore"):
         width = upper - t.lower
     return Best(upper, t.lower, method, bound, width, t.met, t, r)
+
+
+def with_no_subsampling(t: Tight, sigma, steps, delta, sampling: str) -> tuple[np.ndarray, np.ndarray]:
+    """The tight engine's upper ends and methods, with the no-subsampling bound (:func:`no_subsampling_upper`)
+    where it is smaller — Poisson sampling and sampling without replacement (the schemes whose steps are
+    sampled Gaussian steps). Rows the engine answers ε = 0 by total variation are left alone; rows it cannot
+    answer (NaN) take the bound, without a lower end (the callers say so)."""
+    up, meth = np.asarray(t.upper, float), np.asarray(t.method, dtype=object)
+    if sampling not in ("poisson", "without-replacement"):
+        return up, meth
+    keep = meth == "total-variation"
+    e, m = _full_where_smaller(up, meth, (None, sigma, steps, delta))
+    return np.where(keep, up, e), np.where(keep, meth, m).astype(object)
 
 
 def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):
@@ -1096,6 +1149,7 @@ def _search_bound(accountant: str, sampling: str):
             tt = tight_interval(q, s, t, d, sampling, upper_only=True)
             e, meth = _finite_or_nan(tt.upper), tt.method.copy()
             if accountant == "best" and sampling == "poisson":
+                e, meth = _full_where_smaller(e, meth, (q, s, t, d))
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d), refine_steps=8)
             return e, meth
         with np.errstate(all="ignore"):
@@ -1119,6 +1173,7 @@ def _final_bound(accountant: str, sampling: str):
             tt = tight_interval(q, s, t, d, sampling)
             e, meth = _finite_or_nan(tt.upper), tt.method.copy()
             if accountant == "best" and sampling == "poisson":
+                e, meth = _full_where_smaller(e, meth, (q, s, t, d))
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d))
         elif accountant == "rdp":
             with np.errstate(all="ignore"):
