@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 from mpref import delta_gauss as _delta_gauss
 from mpref import delta_step as _delta_step
+from mpref import delta_two_steps as _delta_two_steps
 from mpref import eps_of as _eps_of
 
 from dpcalc.cli import cli
@@ -377,7 +378,10 @@ def test_a_closed_form_interval_wider_than_asked_says_so_and_keeps_rdp_beside_it
     e, m = sgd._search_bound("best", "poisson")(
         np.array([0.5, 0.5]), np.array([1e-7, 1e-150]), np.array([1.0, 1.0]), np.array([1e-5, 1e-5])
     )
-    assert list(m) == ["rdp", "rdp"] and e[0] < r.upper[0] and np.isfinite(e[1])
+    # (The same step without subsampling, exactly μ-GDP, is smaller still than RDP at both: it answers.)
+    assert list(m) == ["no-subsampling", "no-subsampling"] and e[0] < r.upper[0] and np.isfinite(e[1])
+    rdp = sgd._rdp_epsilon(np.array([0.5, 0.5]), np.array([1e-7, 1e-150]), np.array([1.0, 1.0]), np.array([1e-5, 1e-5]))
+    assert np.all(e <= rdp)
 
 
 def test_a_large_one_step_grid_in_blocks_gives_the_same_values(monkeypatch):
@@ -413,3 +417,46 @@ def test_a_large_one_step_grid_in_blocks_gives_the_same_values(monkeypatch):
     cuts = []
     real(lambda x: cuts.append(x.size) or x, np.arange(312.0), size=100)
     assert sorted(cuts) == [78, 78, 78, 78]
+
+
+@pytest.mark.parametrize(
+    "q, s, d",
+    [(0.99, 1.0, 1e-5), (1 - 1e-4, 0.5, 1e-8), (0.9, 3.0, 1e-3), (1 - 1e-6, 20.0, 1e-12), (0.999, 0.3, 1e-10)],
+)
+def test_near_full_batch_interval_holds_one_and_two_steps_exact_values(q, s, d):
+    """The route's ends against 50-digit references: one step's exact curve (where its lower end is the remove
+    direction's own formula, q^T = q) and two steps' by quadrature — at the lower end the true δ is at least
+    δ (so the true ε is at least it), at the upper end at most δ."""
+    with mp.workdps(30):
+        lo, up = exact.near_full_batch_interval(q, s, 1, d)
+        true = float(_eps_of(lambda e: _delta_step(q, s, e), d))
+        assert lo[0] <= true <= up[0]
+        lo2, up2 = exact.near_full_batch_interval(q, s, 2, d)
+        assert 0 < lo2[0] <= up2[0]
+        assert _delta_two_steps(q, s, lo2[0]) >= d
+        assert _delta_two_steps(q, s, up2[0]) <= d
+
+
+def test_near_full_batch_route_agrees_with_pld_and_answers_where_the_grids_crawl():
+    """Where q^T is near 1 the route's interval is within the width asked for; it must overlap the PLD
+    engine's own certified interval (random settings), and it answers q = 1 − 4e-7, σ = 2.4e7, 180 steps,
+    δ = 1.5e-13 — where the grids took 46 s for [0, 4.9e-4] — at [2.59937e-6, 2.59957e-6]."""
+    from dpcalc.core.sgd import _mechanism
+
+    rng = np.random.default_rng(7)
+    seen = 0
+    for _ in range(40):
+        q, s = 1 - 10 ** rng.uniform(-8, -3), 10 ** rng.uniform(np.log10(0.3), 2)
+        t, d = int(10 ** rng.uniform(0.5, 3.5)), 10 ** rng.uniform(-12, -2)
+        r = sgd.tight_interval(q, s, t, d)
+        if r.method[0] != "near-full-batch":
+            continue
+        seen += 1
+        assert r.met[0] and r.upper[0] - r.lower[0] <= 1e-3 * r.upper[0]
+        a = pld.epsilon([(_mechanism(q, s, "poisson"), t)], np.array([d]))
+        assert r.lower[0] <= a.upper[0] and a.lower[0] <= r.upper[0], (q, s, t, d)
+    assert seen >= 10
+    r = sgd.tight_interval(0.9999995895916592, 24178967.45503139, 180, 1.5335637442137097e-13)
+    assert r.method[0] == "near-full-batch" and 2.599e-6 < r.lower[0] <= r.upper[0] < 2.6e-6
+    w = sgd.tight_interval(0.9999995895916592, 24178967.45503139, 180, 1.5335637442137097e-13, "without-replacement")
+    assert w.method[0] == "near-full-batch" and w.lower[0] == r.lower[0] and w.upper[0] == r.upper[0]

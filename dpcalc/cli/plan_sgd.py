@@ -458,6 +458,8 @@ def plan_sgd(
         )
         if any(r.get("method") == "rare-steps" for r in rows):
             notes.append(sgd.RARE_NOTE)
+        if any(r.get("method") == "near-full-batch" for r in rows):
+            notes.append(sgd.NEAR_FULL_NOTE)
         if any(r.get("method") == "no-subsampling" for r in rows):
             notes.append(sgd.NO_SUBSAMPLING_NOTE)
     if "gdp-clt" in engines:
@@ -797,6 +799,8 @@ def _inverse(v: dict) -> int:
             "The default bound is the smallest of PLD's certified upper end, RDP's and the same steps' without "
             "subsampling (no-subsampling), as for forward answers."
         )
+    if any(r.get("method") == "near-full-batch" for r in rows):
+        notes.append(sgd.NEAR_FULL_NOTE)
     if any(r.get("method") == "no-subsampling" for r in rows):
         notes.append(sgd.NO_SUBSAMPLING_NOTE)
     if "gdp-clt" in engines:

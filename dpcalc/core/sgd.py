@@ -127,8 +127,21 @@ TIGHT_METHODS = {
     "total-variation": "exact",
     "pld-bracket": "upper",
     "rare-steps": "upper",
+    "near-full-batch": "upper",
     "no-subsampling": "upper",
 }
+
+#: Rates from which :func:`tight_interval` tries the near-full-batch route (below, q^T is near 1 only for
+#: T = 1, which has its own exact route).
+NEAR_FULL_FROM = 0.5
+
+#: The note a command adds where a row's method is ``near-full-batch``.
+NEAR_FULL_NOTE = (
+    "near-full-batch: a rate so near 1 that the batches holding the record at every step (probability q^T) carry "
+    "the answer: ε is at most the same steps' without subsampling (exactly μ-GDP, μ = √T/σ) and at least "
+    "log(1 + q^T(e^ε' − 1)), ε' the full batch's ε at δ/q^T (its optimal test, a threshold on the outputs' sum, "
+    "on those batches); the interval is within the relative width asked for, with no composition."
+)
 
 #: The note a command adds where a row's upper end is ``no-subsampling``.
 NO_SUBSAMPLING_NOTE = (
@@ -180,7 +193,9 @@ class Tight:
     """Certified intervals on ε by the tight engine, one per case (NaN where it cannot answer).
 
     ``method`` is ``gdp`` where every record is in every batch (q = 1: T Gaussian steps are exactly
-    μ-GDP with μ = √T/σ), ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
+    μ-GDP with μ = √T/σ), ``near-full-batch`` where q^T is so near 1 that the full batch's exact curve
+    bounds ε from both sides within the relative width (:func:`.pld.exact.near_full_batch_interval`),
+    ``privacy-profile`` for a single step (T = 1: the exact δ(ε) of the
     subsampled Gaussian), ``total-variation`` where δ is at least a bound on the total variation
     distance of the T steps (ε = 0 exactly, no composition needed; Poisson sampling, and without
     replacement by the coupling bound), ``rare-steps`` for a few Poisson steps whose rare large
@@ -241,6 +256,26 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     closed = full | one
     if closed.any():
         met[closed] = within(lo[closed], up[closed], rel, abs_)
+    # Rates so near 1 that the batches holding the record at every step carry the answer (q^T near 1): the
+    # full batch's exact curve bounds ε from both sides (:func:`.pld.exact.near_full_batch_interval`); taken
+    # where that interval is within the relative width asked for (then no composition can be much tighter),
+    # in microseconds — where the grids spent seconds to minutes (q = 1 − 4e-7, σ = 2.4e7, 180 steps).
+    near = np.zeros(n, dtype=bool)
+    if sampling in ("poisson", "without-replacement"):
+        with np.errstate(all="ignore"):  # (q^T at least δ, and not tiny: else the lower end says nothing close)
+            log_qt = steps * np.log1p(-(1.0 - q))
+            cand = np.flatnonzero(
+                ~full & ~one & ~zero & (q < 1.0) & (q >= NEAR_FULL_FROM) & (log_qt > np.maximum(np.log(delta), -30.0))
+            )
+        if cand.size:
+            n_lo, n_up = exact.near_full_batch_interval(q[cand], sigma[cand], steps[cand], delta[cand])
+            with np.errstate(invalid="ignore"):
+                good = (n_lo > 0) & np.isfinite(n_up) & (n_up - n_lo <= rel * n_up)
+            rows = cand[good]
+            lo[rows], up[rows], met[rows] = (0.0 if upper_only else n_lo[good]), n_up[good], True
+            method[rows] = "near-full-batch"
+            near[rows] = True
+    closed = closed | near
     # A few Poisson steps whose rare large losses carry δ (tiny q and σ, tiny δ): one step's exact curve
     # bounds them (:mod:`.pld.rare`), in milliseconds where the PLD grids take seconds or go wide.
     rare_lo = rare_up = None
@@ -248,7 +283,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     if sampling == "poisson":
         from .pld import rare
 
-        rows = np.flatnonzero(~full & ~one & ~zero & (steps >= 2) & (steps <= rare.MAX_STEPS) & (q < 1.0))
+        rows = np.flatnonzero(~closed & ~zero & (steps >= 2) & (steps <= rare.MAX_STEPS) & (q < 1.0))
         if rows.size:
             r_lo, r_up, taken[rows] = rare.interval(q[rows], sigma[rows], steps[rows], delta[rows], rel, abs_)
             rare_lo, rare_up = np.full(n, np.nan), np.full(n, np.nan)
@@ -256,7 +291,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
             lo[taken], up[taken], met[taken] = (0.0 if upper_only else rare_lo[taken]), rare_up[taken], True
             method[taken] = "rare-steps"
     groups: dict = {}
-    for i in np.flatnonzero(~full & ~one & ~zero & ~taken):
+    for i in np.flatnonzero(~closed & ~zero & ~taken):
         groups.setdefault((float(q[i]), float(sigma[i]), int(steps[i])), []).append(i)
 
     def reader(key):
@@ -283,7 +318,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
             # (A search's quick upper ends ask for no width: no row of theirs is read again.)
             read_in_runs(reader(key), ok, delta, (lo, up, met), rel, abs_, again=not upper_only)
     if sampling != "poisson" and not upper_only:
-        lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~full & ~one & ~zero, kw)
+        lo, met = _realisable_lower(q, sigma, steps, delta, lo, up, met, ~closed & ~zero, kw)
     if rare_up is not None:
         # Where PLD missed the width (or could not answer) and the route's interval, also wider than
         # asked, is narrower: the route's. (A search's quick upper end: wherever the route's is smaller.)

@@ -19,6 +19,15 @@ round-off only (about 1e-13 relative).
   cancellation; ε = max of the two directions. One step sampled without
   replacement under substitution has the same curve: the hull C_q(G_μ) has
   δ = max(δ_r, δ_a) ([DRS] Thm 4.2).
+* **q^T near 1** (every step's batch all but surely holds the record): the same steps without
+  subsampling bound ε from above (sampling never raises ε), and the batches that hold the record at
+  every step, probability q^T, with the full batch's optimal test (a threshold on the outputs' sum,
+  which fires under the other batches at least as often as under Q: their sums are Q's shifted up)
+  bound it from below — the remove formula above with q^T for q:
+
+      δ(ε) >= q^T·δ_μ(ε'),  ε = log(1 + q^T(e^{ε'} − 1)),  μ = √T/σ.
+
+  Where the two ends are within the relative width asked for, no composition is needed.
 * **ε = 0** (any q, T; Poisson sampling, and without replacement by the
   coupling bound below): δ(0) of a pair is its total
   variation distance, which for T steps is at most √(KL/2) (Pinsker) and
@@ -57,6 +66,7 @@ from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_ch
 __all__ = [
     "gaussian_interval",
     "gaussian_mu",
+    "near_full_batch_interval",
     "remove_step_interval",
     "subsampled_step_interval",
     "total_variation_upper",
@@ -441,6 +451,33 @@ def subsampled_step_interval(q, sigma, delta, directions: bool = False) -> tuple
     eps_up = np.maximum(up_rm, up_ad)
     eps_lo = np.maximum(lo_rm, _round(_add_eps(q, lo_a), 8 * _U, False))
     return np.minimum(eps_lo, eps_up), eps_up
+
+
+def near_full_batch_interval(q, sigma, steps, delta) -> tuple[np.ndarray, np.ndarray]:
+    """Certified [lower, upper] of ε(δ) for T Poisson-subsampled Gaussian steps of rate q < 1, elementwise,
+    from the full batch's exact curve (module docstring, *q^T near 1*): the upper end is the same steps'
+    ε without subsampling (μ-GDP with μ = √T/σ); the lower end is ε = log(1 + q^T(e^{ε'} − 1)) with ε' the
+    certified lower end of the full batch's ε at δ/q^T, where δ(ε) >= q^T·δ_μ(ε') >= δ. Every quantity is
+    rounded toward its safe side: q^T down (T·log q rounded down, then exp), δ/q^T up, ε down. The lower end
+    is NaN where δ/q^T >= 1 (the batches holding the record at every step are too rare to say anything).
+    Valid for sampling without replacement under substitution too: its lower end is Poisson sampling's
+    (two datasets realise that pair), and C_q(G_{1/σ}) >= G_{1/σ} bounds it from above."""
+    q, sigma, steps, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(q, sigma, steps, delta))
+    m_lo, m_hi = gaussian_mu(steps, sigma)
+    _, upper = gaussian_interval(m_lo, delta, m_hi)
+    with np.errstate(all="ignore"):
+        # log q within 2u (1 − q exact from 1/2 on, and within u of itself below), T·log q within u more: the
+        # product made more negative by 8u is at most T·log q; exp within 2u more, taken off.
+        log_qt = steps * np.log1p(-(1.0 - q)) * (1 + 8 * _U)
+        qt = np.exp(log_qt) * (1 - 4 * _U)
+        d2 = delta / qt * (1 + 4 * _U)
+    lower = np.full(q.shape, np.nan)
+    ok = (qt > 0) & (d2 < 1.0) & np.isfinite(d2)
+    if ok.any():
+        ep, _ = gaussian_interval(m_lo[ok], d2[ok], m_hi[ok])
+        e, rel = _remove_eps(qt[ok], np.maximum(ep, 0.0))
+        lower[ok] = np.where(ep > 0, np.maximum(e * (1 - rel - 4 * _U), 0.0), 0.0)
+    return np.minimum(lower, upper), upper
 
 
 def remove_step_interval(q, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
