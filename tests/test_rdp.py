@@ -210,3 +210,16 @@ def test_delta_from_curve_is_rounded_up():
     got = float(rdp.delta_from_curve([a], [r], e))
     assert mp.mpf(got) >= exact
     assert mp.mpf(got) <= exact * (1 + mp.mpf(1e-10))
+
+
+def test_an_optimum_below_the_grids_first_order_is_found():
+    """ε in the millions puts the best order below 1.02, towards α = 1 (an audit's RDP conversion gave 3.36e7
+    where dpcalc printed 3.43e7): halving α − 1 finds it. q = 0.154, σ = 1.054, 2.7e8 steps, δ = 0.0048 was
+    3.908e6 at α = 1.02; the best of a fine grid of α in (1, 1.02] is about 3.828e6 — and it stays above the
+    PLD engine's certified lower end there (3.7778e6), as a sound bound must."""
+    q, s, t, d = 0.15424125170165978, 1.0542242247415714, 267791327, 0.004838857120453465
+    e = float(sgd._rdp_epsilon(np.array([q]), np.array([s]), np.array([t]), np.array([d]))[0])
+    alphas = 1.0 + np.geomspace(2.0**-20, 0.02, 400)
+    fine = rdp._eps_terms(alphas[None, :], t * rdp._subsampled_gaussian(alphas[None, :], q, s), np.log([[d]]))
+    assert e <= float(fine.min()) * (1 + 1e-6)
+    assert 3.7778e6 < e < 3.83e6
