@@ -619,3 +619,24 @@ def test_balls_in_bins_fallback_is_warned():
     row, d = one_row(f"{args} --delta 1e-10")
     assert row["method"] == "pld-random-allocation"
     assert not any("does not fit" in w for w in d["warnings"])
+
+
+def test_balls_in_bins_says_when_the_engine_could_not_certify_its_construction():
+    """N = 4, B = 2 (k = 2), σ = 0.7, δ = 1e-5: the construction fits but the PLD engine found no certified ε for it
+    (inf): the √E/σ-GDP upper end is taken with a warning naming σ, k and δ — not silently as "the smaller"
+    (helper-62). A fallback's warning names the actual k, not "many batches"."""
+    args = "plan-sgd --dataset-size 4 --batch-size 2 --epochs 2 --sampling balls-in-bins --delta 1e-5"
+    row, d = one_row(f"{args} --noise-multiplier 0.7")
+    assert row["method"] == "gdp-no-amplification" and row["epsilon_lower"] <= row["epsilon"]
+    assert any("could not certify" in w and "k = 2 batches" in w and "1e-05" in w for w in d["warnings"]), d["warnings"]
+    row, d = one_row(f"{args} --noise-multiplier 0.5")
+    assert any("does not fit at σ = 0.5, k = 2 batches" in w for w in d["warnings"]), d["warnings"]
+    assert not any("many batches" in w for w in d["warnings"])
+
+
+def test_more_examples_per_user_than_records_is_refused():
+    r = run("plan-sgd --dataset-size 10 --batch-size 2 --epochs 1 --noise-multiplier 1 --examples-per-user 20")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "--examples-per-user" in r.stderr and "20 is larger than the dataset size 10" in r.stderr
+    ok = run("plan-sgd --dataset-size 10 --batch-size 2 --epochs 1 --noise-multiplier 1 --examples-per-user 10 --json")
+    assert ok.exit_code == 0

@@ -208,6 +208,12 @@ def plan_sgd(
         raise click.UsageError(
             f"Invalid value for '--batch-size': {max(batch_size)} is larger than the dataset size {min(dataset_size)}."
         )
+    if examples_per_user is not None and dataset_size is not None and max(examples_per_user) > min(dataset_size):
+        # (A user's examples are records of the dataset that holds them: more than N is a typo, not a setting.)
+        raise click.UsageError(
+            f"Invalid value for '--examples-per-user': {max(examples_per_user):g} is larger than the dataset size "
+            f"{min(dataset_size)} (a user's examples are records of the dataset)."
+        )
     if delta is None and dataset_size is None:  # --to tradeoff|attack: no δ is read
         delta, delta_defaulted = (1e-5,), True
     elif delta is None:

@@ -304,12 +304,13 @@ def balls_in_bins_interval(
         up, met = gdp_up, lo.met
         methods = ("gdp-no-amplification",) * d.size
         fallback = (
-            "the random-allocation construction does not fit at these parameters (small σ, many batches, tiny δ); "
-            "the upper end is the unamplified √E/σ-GDP bound (method gdp-no-amplification), sound but loose",
+            f"the random-allocation construction does not fit at σ = {sigma:g}, k = {k} batches, "
+            f"δ = {float(d.min()):g} (its grids would be too large); the upper end is the unamplified √E/σ-GDP "
+            "bound (method gdp-no-amplification), sound but loose",
         )
         notes.append(
             "upper: no amplification — the random-allocation construction's grids would be too large at these "
-            "parameters (small σ, many batches, tiny δ), so only √E/σ-GDP is certified here"
+            "parameters, so only √E/σ-GDP is certified here"
         )
     else:
         ra_up, ra_met = ra
@@ -321,6 +322,15 @@ def balls_in_bins_interval(
             "upper: random allocation's dominating pair (Feldman & Shenfeld 2025), built in the convex order and "
             "composed by PLD (certified); where √E/σ-GDP is smaller, that (method gdp-no-amplification)"
         )
+        lost = ~np.isfinite(ra_up)
+        if lost.any():
+            # (The engine found no certified ε in its windows for that pair: not a bound, so not a silent "larger".)
+            shown = ", ".join(f"{x:g}" for x in d[lost][:3]) + (" …" if int(lost.sum()) > 3 else "")
+            fallback = (
+                f"the PLD engine could not certify the random-allocation construction's upper end at σ = {sigma:g}, "
+                f"k = {k} batches, δ = {shown}; the upper end there is the unamplified √E/σ-GDP bound (method "
+                "gdp-no-amplification), sound but loose",
+            )
     notes.append("lower: largest batch output per epoch, two actual datasets")
     return SchemeInterval(
         np.minimum(lo.lower, up), up, methods, "upper", "pld-max-statistic", met, tuple(notes), warnings=fallback
