@@ -54,6 +54,8 @@ def format_number(value: float, safe: str = "nearest", digits: int = SIGNIFICANT
     """Format to ``digits`` significant digits, rounding toward the safe side."""
     if value == 0:
         return "0"
+    if not math.isfinite(value):  # (never a printed bound; a guard for messages)
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if safe not in ("up", "down"):
         # Echoed inputs: float round-off (relative 1e-12 and below) is not shown (0.1 * 9 is 0.9).
         value = float(f"{value:.12g}")

@@ -63,26 +63,30 @@ def test_sigma_search_has_no_floor():
     assert sig["1e9"]["noise_multiplier"] < 0.5 * sig["1e6"]["noise_multiplier"]
 
 
-def test_sigma_search_reports_the_edge_of_what_pld_can_account():
+def test_sigma_search_goes_on_past_the_edge_of_what_pld_can_account():
+    # PLD stops answering near σ = 0.0057 (ε ≈ 1.5e6). The search stopped there ("edge") until the same steps'
+    # no-subsampling bound (exactly μ-GDP) answered beyond it: the pld row now goes on with it to the σ it
+    # certifies, and RDP — whose order search now reaches α near 1, where ε in the millions has its optimum —
+    # goes further still.
     d = doc(f"plan-sgd {MNIST} --target-epsilon 1e9 --accountant all")
-    r = next(x for x in d["rows"] if x["method"] == "pld")
-    # PLD stops answering near σ = 0.0057 (ε ≈ 1.5e6): the target is met there, the optimum lies beyond.
-    assert not r["found"] and r["search"] == "edge"
-    assert r["epsilon"] <= 1e9 and r["epsilon_next"] is None and r["noise_multiplier"] > 0
-    assert any(w.startswith("[pld]") and "cannot account" in w for w in d["warnings"])
+    r = next(x for x in d["rows"] if x["method"] == "no-subsampling")
+    assert r["found"] and r["search"] == "optimal" and r["noise_multiplier"] < 0.0057
+    assert sgd.no_subsampling_upper(r["noise_multiplier"], 14063, 1e-5)[0] == r["epsilon"] <= 1e9 < r["epsilon_next"]
     rdp = next(x for x in d["rows"] if x["method"] == "rdp")
-    assert rdp["found"] and rdp["noise_multiplier"] < r["noise_multiplier"]  # RDP goes on below PLD's edge
+    assert rdp["found"] and rdp["noise_multiplier"] < r["noise_multiplier"]
 
 
-def test_a_next_value_only_the_fallback_accounts_is_the_edge():
+def test_a_next_value_past_pld_is_searched_by_the_sound_bounds_there():
     # q = 0.001, 1000 steps, target ε = 10⁶: PLD meets it with 125,221 at σ = 0.0056576, and cannot account
-    # σ/(1 + 10⁻³), where RDP's fallback says 1.56·10⁷. That "miss" says nothing about where the optimum is
-    # (ε there is about 125,000 too): the answer is the edge, not found. (It said "optimal".)
+    # σ/(1 + 10⁻³). RDP's fallback said 1.56·10⁷ there (its orders stopped at 1.02), and the answer was the
+    # edge; with orders down to 1 + 2^-20 it says 1.39·10⁵, and the search goes on by RDP to σ ≈ 0.0021.
     d = doc("plan-sgd --rate 0.001 --steps 1000 --delta 1e-5 --target-epsilon 1e6")
     (r,) = d["rows"]
-    assert r["method"] == "pld" and r["epsilon"] <= 1e6 < r["epsilon_next"]
-    assert not r["found"] and r["search"] == "edge"
-    assert any("only by RDP's looser fallback" in n for n in d["notes"])
+    assert r["found"] and r["search"] == "optimal" and r["method"] == "rdp"
+    assert 0.0019 < r["noise_multiplier"] < 0.0023
+    q, t, dl = np.array([0.001]), np.array([1000.0]), np.array([1e-5])
+    assert float(sgd._rdp_epsilon(q, np.array([r["noise_multiplier"]]), t, dl)[0]) <= 1e6
+    assert r["epsilon"] <= 1e6 < r["epsilon_next"]
 
 
 def test_tiny_target_that_no_sigma_meets():

@@ -223,3 +223,20 @@ def test_an_optimum_below_the_grids_first_order_is_found():
     fine = rdp._eps_terms(alphas[None, :], t * rdp._subsampled_gaussian(alphas[None, :], q, s), np.log([[d]]))
     assert e <= float(fine.min()) * (1 + 1e-6)
     assert 3.7778e6 < e < 3.83e6
+
+
+def test_laplace_rdp_is_never_below_the_exact_value_near_order_one():
+    """The search now reaches orders down to 1 + 2^-20, where log(α/(2α−1)e^{(α−1)/λ} + …) cancels to a tiny
+    t: unrounded, it came out 5.6e-6 below the exact value at α = 1 + 2^-10, b = 1e4 (review of the change). Rounded
+    up by its error bound, it is at or above 50-digit mpmath everywhere."""
+
+    def exact(a, b):
+        a, inv = mpmath.mpf(a), 1 / mpmath.mpf(b)
+        return mpmath.log(
+            a / (2 * a - 1) * mpmath.exp((a - 1) * inv) + (a - 1) / (2 * a - 1) * mpmath.exp(-a * inv)
+        ) / (a - 1)
+
+    with mpmath.workdps(50):
+        for b in (0.01, 1.0, 100.0, 1e4, 1e7):
+            for a in [1 + 2.0**-k for k in (1, 5, 10, 15, 20)] + [1.02, 3.0, 1000.0]:
+                assert float(rdp.laplace(a, b)) >= min(exact(a, b), 1 / mpmath.mpf(b)), (a, b)

@@ -122,3 +122,43 @@ def test_plan_sgd_shows_the_no_subsampling_answer_and_says_why():
         assert row["bound"] == "upper" and row["epsilon_lower"] == 0.0 and row["epsilon"] < 9e-6
         assert row.get("tightest", True) is True
         assert any(note.startswith("no-subsampling:") for note in doc["notes"])
+
+
+def test_no_subsampling_leaves_exact_rows_alone_and_serves_the_inverse_without_replacement():
+    """(Review of the change.) A single step at q = 1 − 2^-53 is the exact one-step route; the no-subsampling bound
+    below it by round-off (2e-18) must not turn the row into an `upper` one. And an inverse search without
+    replacement takes the bound as the forward answer does (before: only Poisson's default did)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    r = CliRunner().invoke(
+        cli,
+        "amplify gaussian --rate 0.9999999999999999 --sigma 222.04747408875247 --steps 1 "
+        "--delta 0.00026890593710110364 --json".split(),
+    )
+    rows = json.loads(r.stdout)["rows"]
+    assert (rows[0]["method"], rows[0]["bound"]) == ("privacy-profile", "exact")
+    args = "plan-sgd --rate 0.9906362715962292 --steps 3721 --delta 1e-5 --target-epsilon 1.5791829896433928e-05"
+    r = CliRunner().invoke(cli, (args + " --sampling without-replacement --json").split())
+    (row,) = json.loads(r.stdout)["rows"]
+    assert row["found"] and row["method"] == "no-subsampling"
+    assert sgd.no_subsampling_upper(row["noise_multiplier"], 3721, 1e-5)[0] == row["epsilon"] <= 1.5791829896433928e-05
+
+
+def test_a_width_warning_reads_the_interval_the_row_shows():
+    """(Review of the change.) Where the no-subsampling bound replaces the PLD interval's upper end, the width warning
+    must not call [lower, PLD upper] wider than asked while the row shows a narrower interval."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    args = "plan-sgd --rate 0.9906362715962292 --steps 3721 --delta 1e-5 --noise-multiplier 1751454.451627681 --json"
+    d = json.loads(CliRunner().invoke(cli, args.split()).stdout)
+    (row,) = d["rows"]
+    assert row["method"] == "no-subsampling" and row["epsilon"] - row["epsilon_lower"] <= 1e-4
+    assert not any("wider than asked" in w for w in d["warnings"])

@@ -248,15 +248,13 @@ def gaussian(
             tight = sgd.tight_curve(q, s_, t, d, sch, **c.pld_kw())
             lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
             bracketed = tight.method == sgd.BRACKET
-            warnings += c.width_warnings(
-                lab, tight.lower, tight.upper, tight.met | bracketed, None if poisson else c.WOR_WIDE
-            )
+            # (The interval the row shows: its upper end the no-subsampling one where that is smaller.)
+            t_up, t_meth = sgd.with_no_subsampling(tight, s_, t, d, sch)
+            shown_met = tight.met | bracketed | sgd.within_width(tight.lower, t_up, c.pld_kw())
+            warnings += c.width_warnings(lab, tight.lower, t_up, shown_met, None if poisson else c.WOR_WIDE)
             warnings += c.bracket_warnings(tight)
         else:
             tight = None
-        if tight is not None:
-            # The tight engine's upper end, or the same steps' without subsampling where that is smaller.
-            t_up, t_meth = sgd.with_no_subsampling(tight, s_, t, d, sch)
         no_clt = []  # rows whose approximate GDP-CLT value overflows (left out, said once)
         sound_any = np.isfinite(e_rdp) if poisson else np.zeros(q.size, dtype=bool)
         if tight is not None:

@@ -375,13 +375,15 @@ def plan_sgd(
             t = best.tight
             bracketed = t.method == sgd.BRACKET
             why = c.WOR_WIDE if sampling == "without-replacement" else None
-            warnings += c.width_warnings(labels, t.lower, t.upper, t.met | bracketed, why)
+            # (The interval the row shows: its upper end the no-subsampling one where that is smaller.)
+            t_up, t_meth = sgd.with_no_subsampling(t, ss, t_arr, ds, sampling)
+            shown_met = t.met | bracketed | sgd.within_width(t.lower, t_up, c.pld_kw())
+            warnings += c.width_warnings(labels, t.lower, t_up, shown_met, why)
             warnings += c.bracket_warnings(t)
             if engines == ["pld"]:
                 by_engine[e] = (best.upper, best.lower, best.method, best.bound)
             else:
                 # (The tight engine's row, with the same steps' no-subsampling bound where that is smaller.)
-                t_up, t_meth = sgd.with_no_subsampling(t, ss, t_arr, ds, sampling)
                 t_bound = np.where(t_meth == "no-subsampling", "upper", t.bound).astype(object)
                 by_engine[e] = (t_up, t.lower, t_meth, t_bound)
         else:
@@ -664,7 +666,7 @@ def _inverse(v: dict) -> int:
     rows = []
     for e in engines:
         sol = solve_by(e)
-        who = "neither pld nor rdp" if accountant(e) == "best" else e
+        who = "none of pld, no-subsampling and rdp" if accountant(e) == "best" else e
         n_br = int(np.sum(sol.status == sgd.BRACKETED))
         if n_br:
             warnings.append(

@@ -41,6 +41,8 @@ __all__ = [
     "optimal_epsilon",
 ]
 
+_U = float(np.finfo(float).eps)
+
 #: Orders searched by default: fine fractional orders where DP-SGD optima of
 #: large-ε runs lie, every integer to 64, then a coarse tail. The best
 #: bracket is refined further by :func:`optimal_epsilon`.
@@ -81,18 +83,23 @@ def laplace(orders, scale, sensitivity=1.0):
     """RDP of the Laplace mechanism ([M] Prop. 6), for α > 1.
 
     r(α) = 1/(α−1) · log( α/(2α−1) e^{(α−1)/λ} + (α−1)/(2α−1) e^{−α/λ} ),
-    λ = b/Δ; never more than the pure ε₀ = Δ/b.
+    λ = b/Δ; never more than the pure ε₀ = Δ/b. Rounded up: the logarithm t is a sum of terms of size
+    about |log(α − 1)| that cancel to about (α − 1)·r, so its absolute rounding error (a few ulps of those
+    terms, and of 1/λ) is added before dividing by α − 1 — near α = 1 that error is most of the value,
+    and such orders are then not the best (the engine searches orders down to 1 + 2^-20).
     """
     scalar = all_scalar(orders, scale, sensitivity)
     a = checked("order", orders, low=1)
     inv = checked("sensitivity", sensitivity, low=0) / checked("scale", scale, low=0)
     with np.errstate(all="ignore"):
-        t = np.logaddexp(
-            np.log(a / (2 * a - 1)) + (a - 1) * inv,
-            np.log((a - 1) / (2 * a - 1)) - a * inv,
-        )
-        r = t / (a - 1)
-    return finish(np.minimum(r, inv * np.ones_like(r)), scalar=scalar)
+        l1, l2 = np.log(a / (2 * a - 1)), np.log((a - 1) / (2 * a - 1))
+        x1, x2 = l1 + (a - 1) * inv, l2 - a * inv
+        t = np.logaddexp(x1, x2)
+        # Each log within 2u(1 + |log|) (its argument's rounding, then its own), each product and sum within u of
+        # itself, and logaddexp within 2u(|t| + 1) plus the larger of its arguments' errors: 8u of all of them.
+        err = 8 * _U * (np.abs(l1) + np.abs(l2) + (2 * a - 1) * inv + np.abs(x1) + np.abs(x2) + np.abs(t) + 2.0)
+        r = (t + err) / (a - 1) * (1 + 4 * _U)
+    return finish(np.minimum(r, inv * (1 + 2 * _U) * np.ones_like(r)), scalar=scalar)
 
 
 def _log_comb(n, k):

@@ -131,24 +131,28 @@ TIGHT_METHODS = {
     "no-subsampling": "upper",
 }
 
+#: The tight engine's closed-form routes (their intervals round-off wide, or ε = 0 exactly): the
+#: no-subsampling bound does not replace them (:func:`with_no_subsampling`).
+EXACT_ROUTES = ("gdp", "privacy-profile", "near-full-batch", "total-variation")
+
 #: Rates from which :func:`tight_interval` tries the near-full-batch route (below, q^T is near 1 only for
 #: T = 1, which has its own exact route).
 NEAR_FULL_FROM = 0.5
 
 #: The note a command adds where a row's method is ``near-full-batch``.
 NEAR_FULL_NOTE = (
-    "near-full-batch: a rate so near 1 that the batches holding the record at every step (probability q^T) carry "
-    "the answer: ε is at most the same steps' without subsampling (exactly μ-GDP, μ = √T/σ) and at least "
-    "log(1 + q^T(e^ε' − 1)), ε' the full batch's ε at δ/q^T (its optimal test, a threshold on the outputs' sum, "
-    "on those batches); the interval is within the relative width asked for, with no composition."
+    "near-full-batch: the batches holding the record at every step (probability q^T) carry the answer: ε is at "
+    "most the same steps' without subsampling (exactly μ-GDP, μ = √T/σ) and at least log(1 + q^T(e^ε' − 1)), ε' "
+    "the full batch's ε at δ/q^T (its optimal test, a threshold on the outputs' sum, on those batches); taken "
+    "where the two are within the relative width asked for, with no composition."
 )
 
 #: The note a command adds where a row's upper end is ``no-subsampling``.
 NO_SUBSAMPLING_NOTE = (
     "no-subsampling: the same T steps with every record in every batch (q = 1) are exactly μ-GDP with μ = √T/σ, "
     "and sampling never raises ε (a step on a sample is C_q(G_{1/σ})-DP, and C_q(f) >= f: Dong, Roth & Su 2022), so "
-    "their ε is an upper end for every q; the answer takes it where it is below the PLD interval's (a tiny ε near q = "
-    "1, where that interval may be as wide as the absolute width asked for), with the PLD interval's lower end."
+    "their ε is an upper end for every q; the answer takes it where it is below the tight engine's upper end (or "
+    "where that engine cannot answer), beside the tight engine's certified lower end where it has one."
 )
 
 
@@ -729,12 +733,32 @@ def best(
 def with_no_subsampling(t: Tight, sigma, steps, delta, sampling: str) -> tuple[np.ndarray, np.ndarray]:
     """The tight engine's upper ends and methods, with the no-subsampling bound (:func:`no_subsampling_upper`)
     where it is smaller — Poisson sampling and sampling without replacement (the schemes whose steps are
-    sampled Gaussian steps). Rows the engine answers ε = 0 by total variation are left alone; rows it cannot
-    answer (NaN) take the bound, without a lower end (the callers say so)."""
-    up, meth = np.asarray(t.upper, float), np.asarray(t.method, dtype=object)
+    sampled Gaussian steps). Rows of the exact routes (``gdp``, ``privacy-profile``, ``near-full-batch``,
+    ``total-variation``: round-off-wide intervals, or the same bound) are left alone — a round-off-sized
+    difference must not turn an exact row into an upper one; rows the engine cannot answer (NaN) take the
+    bound, without a lower end (the callers say so)."""
+    return _no_subsampling_over(t.upper, t.method, sigma, steps, delta, sampling, t.met)
+
+
+def within_width(lower, upper, kw: dict) -> np.ndarray:
+    """Whether each [lower, upper] is within the width the engine's keyword arguments ``kw`` ask for."""
+    from .pld.engine import widths, within
+
+    lo, up = np.asarray(lower, float), np.asarray(upper, float)
+    ok = np.isfinite(lo) & np.isfinite(up)
+    out = np.zeros(lo.shape, dtype=bool)
+    out[ok] = within(lo[ok], up[ok], *widths(kw))
+    return out
+
+
+def _no_subsampling_over(upper, method, sigma, steps, delta, sampling: str, met) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`with_no_subsampling` on upper ends, methods and ``met`` given as arrays."""
+    up, meth = np.asarray(upper, float), np.asarray(method, dtype=object)
     if sampling not in ("poisson", "without-replacement"):
         return up, meth
-    keep = meth == "total-variation"
+    # (An exact route's interval wider than asked — round-off at absurd noise, σ = 1e-7 — is an interval like any
+    # other: the bound may replace its upper end there.)
+    keep = np.isin(meth, EXACT_ROUTES) & np.isfinite(up) & np.asarray(met, dtype=bool)
     e, m = _full_where_smaller(up, meth, (None, sigma, steps, delta))
     return np.where(keep, up, e), np.where(keep, meth, m).astype(object)
 
@@ -1182,9 +1206,8 @@ def _search_bound(accountant: str, sampling: str):
         n = np.size(q)
         if accountant in ("pld", "best"):
             tt = tight_interval(q, s, t, d, sampling, upper_only=True)
-            e, meth = _finite_or_nan(tt.upper), tt.method.copy()
+            e, meth = _no_subsampling_over(_finite_or_nan(tt.upper), tt.method, s, t, d, sampling, tt.met)
             if accountant == "best" and sampling == "poisson":
-                e, meth = _full_where_smaller(e, meth, (q, s, t, d))
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d), refine_steps=8)
             return e, meth
         with np.errstate(all="ignore"):
@@ -1206,9 +1229,8 @@ def _final_bound(accountant: str, sampling: str):
         n = np.size(q)
         if accountant in ("pld", "best"):
             tt = tight_interval(q, s, t, d, sampling)
-            e, meth = _finite_or_nan(tt.upper), tt.method.copy()
+            e, meth = _no_subsampling_over(_finite_or_nan(tt.upper), tt.method, s, t, d, sampling, tt.met)
             if accountant == "best" and sampling == "poisson":
-                e, meth = _full_where_smaller(e, meth, (q, s, t, d))
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d))
         elif accountant == "rdp":
             with np.errstate(all="ignore"):
