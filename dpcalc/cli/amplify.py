@@ -382,9 +382,7 @@ def gaussian(
             "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
             "(pld, or the exact routes: gdp for q = 1, privacy-profile for T = 1, total-variation where ε = 0)."
         ]
-        + ([sgd.RARE_NOTE] if any(r_.get("method") == "rare-steps" for r_ in rows) else [])
-        + ([sgd.NEAR_FULL_NOTE] if any(r_.get("method") == "near-full-batch" for r_ in rows) else [])
-        + ([sgd.NO_SUBSAMPLING_NOTE] if any(r_.get("method") == "no-subsampling" for r_ in rows) else []),
+        + sgd.route_notes(rows),
         tail=tail,
     )
 

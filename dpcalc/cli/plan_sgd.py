@@ -464,12 +464,7 @@ def plan_sgd(
             "privacy-profile: one step, its exact δ(ε); total-variation: δ is at least the steps' total variation "
             "distance, so ε = 0)."
         )
-        if any(r.get("method") == "rare-steps" for r in rows):
-            notes.append(sgd.RARE_NOTE)
-        if any(r.get("method") == "near-full-batch" for r in rows):
-            notes.append(sgd.NEAR_FULL_NOTE)
-        if any(r.get("method") == "no-subsampling" for r in rows):
-            notes.append(sgd.NO_SUBSAMPLING_NOTE)
+        notes += sgd.route_notes(rows)
     if "gdp-clt" in engines:
         shown = [e for e in engines if e != "gdp-clt" and np.isfinite(np.asarray(by_engine[e][0], float)).any()]
         warnings.append(
@@ -807,10 +802,7 @@ def _inverse(v: dict) -> int:
             "The default bound is the smallest of PLD's certified upper end, RDP's and the same steps' without "
             "subsampling (no-subsampling), as for forward answers."
         )
-    if any(r.get("method") == "near-full-batch" for r in rows):
-        notes.append(sgd.NEAR_FULL_NOTE)
-    if any(r.get("method") == "no-subsampling" for r in rows):
-        notes.append(sgd.NO_SUBSAMPLING_NOTE)
+    notes += sgd.route_notes(rows)
     if "gdp-clt" in engines:
         warnings.append("gdp-clt answers are approximate and may break the target; plan with the pld or rdp row.")
     safe = {"noise_multiplier": "up", "steps": "down", "epochs": "down", "batch_size": "down"}

@@ -156,6 +156,14 @@ NO_SUBSAMPLING_NOTE = (
 )
 
 
+def route_notes(rows) -> list[str]:
+    """The notes explaining the tight engine's routes that need one (rare-steps, near-full-batch,
+    no-subsampling), for those among the rows' ``method`` values."""
+    used = {r.get("method") for r in rows}
+    pairs = (("rare-steps", RARE_NOTE), ("near-full-batch", NEAR_FULL_NOTE), ("no-subsampling", NO_SUBSAMPLING_NOTE))
+    return [note for method, note in pairs if method in used]
+
+
 def no_subsampling_upper(sigma, steps, delta) -> np.ndarray:
     """A certified upper end on ε(δ) of T Gaussian steps on a sample (Poisson, or without replacement
     under substitution with σ over that sensitivity), whatever the rate: the ε of the same steps on every
