@@ -177,19 +177,9 @@ def no_subsampling_upper(sigma, steps, delta) -> np.ndarray:
     out = np.full(s.shape, np.nan)
     ok = np.isfinite(s) & (s > 0) & (t >= 1) & (d > 0) & (d < 1)
     if ok.any():
-        m_lo, m_hi = exact.gaussian_mu(t[ok], s[ok])
         with np.errstate(all="ignore"):  # (the upper end of the q = 1 route's own interval: the same digits)
-            out[ok] = exact.gaussian_interval(m_lo, d[ok], m_hi)[1]
+            out[ok] = exact.full_batch_interval(t[ok], s[ok], d[ok])[1]
     return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
-
-
-def _full_where_smaller(e: np.ndarray, meth: np.ndarray, case) -> tuple[np.ndarray, np.ndarray]:
-    """The no-subsampling upper end (:func:`no_subsampling_upper`) where it is below ``e`` (strictly: on a
-    tie the tight engine's row stays, with its lower end) or ``e`` has none."""
-    _, s, t, d = (np.broadcast_to(v, np.shape(e)) for v in case)
-    full = no_subsampling_upper(s, t, d)
-    use = np.isfinite(full) & ~(e <= full)
-    return np.where(use, full, e), np.where(use, "no-subsampling", meth).astype(object)
 
 
 def _bounds(method: np.ndarray, met: np.ndarray) -> np.ndarray:
@@ -253,8 +243,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     one = (steps == 1) & ~full & ~zero
     if full.any():
         # μ = √T/σ rounded each way: the lower end from μ rounded down, the upper end from μ rounded up.
-        m_lo, m_hi = exact.gaussian_mu(steps[full], sigma[full])
-        lo[full], up[full] = exact.gaussian_interval(m_lo, delta[full], m_hi)
+        lo[full], up[full] = exact.full_batch_interval(steps[full], sigma[full], delta[full])
         method[full] = "gdp"
     if one.any():
         lo[one], up[one] = exact.subsampled_step_interval(q[one], sigma[one], delta[one])
@@ -271,8 +260,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
     # Rates so near 1 that the batches holding the record at every step carry the answer (q^T near 1): the
     # full batch's exact curve bounds ε from both sides (:func:`.pld.exact.near_full_batch_interval`); taken
     # where that interval is within the relative width asked for (then no composition can be much tighter),
-    # in microseconds — where the grids spent seconds to minutes (q = 1 − 4e-7, σ = 2.4e7, 180 steps).
-    near = np.zeros(n, dtype=bool)
+    # in microseconds — where the grids spent seconds to minutes (q = 0.99999959, σ = 2.418e7, 180 steps).
     if sampling in ("poisson", "without-replacement"):
         with np.errstate(all="ignore"):  # (q^T at least δ, and not tiny: else the lower end says nothing close)
             log_qt = steps * np.log1p(-(1.0 - q))
@@ -286,8 +274,7 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
             rows = cand[good]
             lo[rows], up[rows], met[rows] = (0.0 if upper_only else n_lo[good]), n_up[good], True
             method[rows] = "near-full-batch"
-            near[rows] = True
-    closed = closed | near
+            closed[rows] = True
     # A few Poisson steps whose rare large losses carry δ (tiny q and σ, tiny δ): one step's exact curve
     # bounds them (:mod:`.pld.rare`), in milliseconds where the PLD grids take seconds or go wide.
     rare_lo = rare_up = None
@@ -767,8 +754,10 @@ def _no_subsampling_over(upper, method, sigma, steps, delta, sampling: str, met)
     # (An exact route's interval wider than asked — round-off at absurd noise, σ = 1e-7 — is an interval like any
     # other: the bound may replace its upper end there.)
     keep = np.isin(meth, EXACT_ROUTES) & np.isfinite(up) & np.asarray(met, dtype=bool)
-    e, m = _full_where_smaller(up, meth, (None, sigma, steps, delta))
-    return np.where(keep, up, e), np.where(keep, meth, m).astype(object)
+    full = no_subsampling_upper(*(np.broadcast_to(v, up.shape) for v in (sigma, steps, delta)))
+    # (Strictly smaller: on a tie the tight engine's row stays, with its lower end; or where it has none.)
+    use = ~keep & np.isfinite(full) & ~(up <= full)
+    return np.where(use, full, up), np.where(use, "no-subsampling", meth).astype(object)
 
 
 def pld_interval(q, sigma, steps, delta, sampling: str = "poisson", **kw):

@@ -64,6 +64,7 @@ from .._arrays import ROWS_AT_ONCE, by_rows
 from ..gdp import GUESS_UP_TO, _gaussian_guess, _log_delta_bounds, _log_delta_cheap, _root_cheap
 
 __all__ = [
+    "full_batch_interval",
     "gaussian_interval",
     "gaussian_mu",
     "near_full_batch_interval",
@@ -453,6 +454,13 @@ def subsampled_step_interval(q, sigma, delta, directions: bool = False) -> tuple
     return np.minimum(eps_lo, eps_up), eps_up
 
 
+def full_batch_interval(steps, sigma, delta) -> tuple[np.ndarray, np.ndarray]:
+    """Certified [lower, upper] of ε(δ) for T Gaussian steps of noise multiplier σ on every record: μ-GDP with
+    μ = √T/σ, the lower end from μ rounded down and the upper end from μ rounded up (:func:`gaussian_mu`)."""
+    m_lo, m_hi = gaussian_mu(steps, sigma)
+    return gaussian_interval(m_lo, delta, m_hi)
+
+
 def near_full_batch_interval(q, sigma, steps, delta) -> tuple[np.ndarray, np.ndarray]:
     """Certified [lower, upper] of ε(δ) for T Poisson-subsampled Gaussian steps of rate q < 1, elementwise,
     from the full batch's exact curve (module docstring, *q^T near 1*): the upper end is the same steps'
@@ -464,7 +472,7 @@ def near_full_batch_interval(q, sigma, steps, delta) -> tuple[np.ndarray, np.nda
     (two datasets realise that pair), and C_q(G_{1/σ}) >= G_{1/σ} bounds it from above."""
     q, sigma, steps, delta = (np.atleast_1d(np.asarray(v, float)) for v in np.broadcast_arrays(q, sigma, steps, delta))
     m_lo, m_hi = gaussian_mu(steps, sigma)
-    _, upper = gaussian_interval(m_lo, delta, m_hi)
+    _, upper = full_batch_interval(steps, sigma, delta)
     with np.errstate(all="ignore"):
         # log q within 2u (1 − q exact from 1/2 on, and within u of itself below), T·log q within u more: the
         # product made more negative by 8u is at most T·log q; exp within 2u more, taken off.
