@@ -136,8 +136,18 @@ def _ratio_dd(num, den):
 _SCALAR_RUN = 8
 
 
-def _backward_run(x: float, mu: float, r: float, top: int, n: int) -> float:
+def _run_length(x: float, ratio: float) -> tuple[int, int]:
+    """(n, top) of :func:`_series`' backward run for points at least x >= 1 with μ/x at most ``ratio``: n
+    terms of the series (t_k <= τ = min(μ/x, 0.7), so τⁿ <= 2⁻⁶²) and a start (√n + 21/x)² + 2 terms up."""
+    tau = min(ratio, _SERIES_RATIO)
+    n = int(min(max(math.ceil(62.0 / -math.log2(max(tau, 1e-300))), 2), 130))
+    return n, int(math.ceil((math.sqrt(n) + 21.0 / x) ** 2)) + 2
+
+
+def _backward_run(x: float, mu: float, n: int, top: int) -> float:
     """One point of :func:`_series`' backward run (x >= 1), on Python floats: the same steps as the array run."""
+    kk = float(top + 1)
+    r = kk / (0.5 * x + math.hypot(0.5 * x, math.sqrt(kk)))  # fixed point of r = K/(x + r)
     s = 0.0
     for k in range(top, 0, -1):
         den = x + r
@@ -168,17 +178,17 @@ def _series(x: np.ndarray, mu: np.ndarray) -> np.ndarray:
         if not band.any():
             continue
         xb, mb = x[band], mu[band]
-        tau = float(np.max(np.minimum(mb / xb, _SERIES_RATIO)))
-        n = int(np.clip(np.ceil(62.0 / -np.log2(max(tau, 1e-300))), 2, 130))
-        top = int(np.ceil((np.sqrt(n) + 21.0 / lo) ** 2)) + 2
+        if xb.size <= _SCALAR_RUN:
+            # A few points (a search's steps): the same operations on Python floats, without numpy's
+            # per-call cost over hundreds of steps (IEEE doubles either way), each run as long as its
+            # own x and μ/x need.
+            out[band] = [_backward_run(xi, mi, *_run_length(xi, mi / xi)) for xi, mi in zip(xb.tolist(), mb.tolist())]
+            continue
+        # The run's length from the band's smallest x and largest μ/x (x in [1, 2.5) needs up to ~600 steps).
+        n, top = _run_length(float(np.min(xb)), float(np.max(mb / xb)))
         kk = float(top + 1)
         with np.errstate(over="ignore"):
             r = kk / (0.5 * xb + np.hypot(0.5 * xb, np.sqrt(kk)))  # fixed point of r = K/(x + r)
-        if xb.size <= _SCALAR_RUN:
-            # A few points (a search's steps): the same operations on Python floats, without numpy's
-            # per-call cost over hundreds of steps (IEEE doubles either way: the same roundings).
-            out[band] = [_backward_run(float(xi), float(mi), float(ri), top, n) for xi, mi, ri in zip(xb, mb, r)]
-            continue
         s = np.zeros_like(xb)
         for k in range(top, 0, -1):
             den = xb + r  # x + r_{k+1}
