@@ -34,6 +34,12 @@ __all__ = ["GeomSuffix", "geom_suffix", "Reader", "epsilon_at", "delta_at", "che
 _U = float(np.finfo(float).eps)
 
 
+#: A segment's solution is checked where it is returned, and moved toward the safe side first by a margin
+#: of a few ulps, then (where the check fails on the curve's own rounding, or on the allowance the solve
+#: froze at the segment's end) by these fractions of the grid spacing more, before the read falls back to
+#: the grid point, a whole spacing away.
+BACK_OFF = (0.0, 2.0**-20, 2.0**-10)
+
 #: Reads touching more blocks than this form their rows at once (:meth:`GeomSuffix.__getitem__`).
 ROWS_AT_ONCE = 8
 
@@ -387,12 +393,14 @@ def epsilon_at(cp: Composed, delta, sign: float, floor=0.0, reader: Reader | Non
             # The crossing is in the segment before this point (suffix j − 1; the floor's segment
             # when j is the first point above it).
             e = r.segment_solve(j - 1, lt, sign)
-            if np.isfinite(e):
-                e = max(float(np.nextafter(e + 4 * _U * (abs(e) + cp.h), np.inf)), floor)
-                if e < e_grid and at(e)[0] <= lt:
-                    out[k] = e
-                    continue
             out[k] = e_grid
+            for back in BACK_OFF if np.isfinite(e) else ():
+                e_try = max(float(np.nextafter(e + 4 * _U * (abs(e) + cp.h) + back * cp.h, np.inf)), floor)
+                if not e_try < e_grid:
+                    break
+                if at(e_try)[0] <= lt:
+                    out[k] = e_try
+                    break
         else:
             # The lower curve need not be monotone (its allowance is large far below the tilt's
             # centre): every point where it is above δ is below the true ε, so the answer is the
@@ -418,10 +426,13 @@ def epsilon_at(cp: Composed, delta, sign: float, floor=0.0, reader: Reader | Non
                 best = float(r.loss(j_last - 1))
             # The crossing is in the segment from that point on (suffix j_last, or the floor's).
             e = r.segment_solve(j_last if j_last >= lo_j else i_floor, lt, sign)
-            if np.isfinite(e):
-                e = float(np.nextafter(e - 4 * _U * (abs(e) + cp.h), -np.inf))
-                if e > best and at(e)[0] > lt:
-                    best = e
+            for back in BACK_OFF if np.isfinite(e) else ():
+                e_try = float(np.nextafter(e - 4 * _U * (abs(e) + cp.h) - back * cp.h, -np.inf))
+                if not e_try > best:
+                    break
+                if at(e_try)[0] > lt:
+                    best = e_try
+                    break
             out[k] = best
     return out
 
@@ -468,14 +479,18 @@ def _epsilon_at_many(cp: Composed, delta: np.ndarray, sign: float, floor: np.nda
         jj = np.minimum(j, n)
         e_grid = r.loss(jj - 1)
         e = _segment_solve_many(r, jj - 1, lt, sign)
-        fin = np.isfinite(e) & ~beyond
-        with np.errstate(invalid="ignore"):
-            e = np.maximum(np.nextafter(e + 4 * _U * (np.abs(e) + cp.h), np.inf), floor)
-        good = fin & (e < e_grid)
-        idx = np.flatnonzero(good)
-        if idx.size:
-            good[idx] = at(e[idx]) <= lt[idx]
-        out = np.where(good, e, e_grid)
+        out = e_grid.copy()
+        todo = np.isfinite(e) & ~beyond
+        for back in BACK_OFF:
+            with np.errstate(invalid="ignore"):
+                e_try = np.maximum(np.nextafter(e + 4 * _U * (np.abs(e) + cp.h) + back * cp.h, np.inf), floor)
+            todo &= e_try < e_grid
+            idx = np.flatnonzero(todo)
+            if not idx.size:
+                break
+            ok = at(e_try[idx]) <= lt[idx]
+            out[idx[ok]] = e_try[idx[ok]]
+            todo[idx[ok]] = False
         if beyond.any():
             past = float(r.top + cp.h)
             out[beyond] = np.where(at(np.full(int(beyond.sum()), past)) > lt[beyond], np.inf, past)
@@ -498,13 +513,18 @@ def _epsilon_at_many(cp: Composed, delta: np.ndarray, sign: float, floor: np.nda
     best = np.where(none, floor, r.loss(np.maximum(j_last, 1) - 1))
     seg = np.where(j_last >= lo_j, j_last, i_floor)
     e = _segment_solve_many(r, seg, lt, sign)
-    with np.errstate(invalid="ignore"):
-        e = np.nextafter(e - 4 * _U * (np.abs(e) + cp.h), -np.inf)
-        good = np.isfinite(e) & (e > best)
-    idx = np.flatnonzero(good)
-    if idx.size:
-        good[idx] = at(e[idx]) > lt[idx]
-    out = np.where(good, e, best)
+    out = best.copy()
+    todo = np.isfinite(e)
+    for back in BACK_OFF:
+        with np.errstate(invalid="ignore"):
+            e_try = np.nextafter(e - 4 * _U * (np.abs(e) + cp.h) - back * cp.h, -np.inf)
+        todo &= e_try > best
+        idx = np.flatnonzero(todo)
+        if not idx.size:
+            break
+        ok = at(e_try[idx]) > lt[idx]
+        out[idx[ok]] = e_try[idx[ok]]
+        todo[idx[ok]] = False
     if none.any():
         claim_none = none.copy()
         claim_none[none] = at(floor[none]) <= lt[none]
