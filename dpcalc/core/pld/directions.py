@@ -7,7 +7,9 @@ allowance is a visible share of δ is composed again with the steps' transforms 
 where that is not enough, with every stage in long double. :func:`_upper_dirs` computes direction 0
 (remove, which usually dominates for subsampled mechanisms) on the grid asked for and the others on a
 coarser one first (any grid is sound); a direction whose Chernoff bound is already below the
-mechanism's certified lower end is not composed at all.
+mechanism's certified lower end is not composed at all. An answer's first lower end, which has no
+certified lower end to start its window at, starts it a few standard deviations below the tilted
+composition's centre (:func:`_speculative_cut`), and composes again uncut where its read falls below.
 """
 
 from __future__ import annotations
@@ -155,9 +157,10 @@ def _eps_dirs(
     widest=None,
     quick: bool = False,
     stats: dict | None = None,
+    speculative: bool = False,
 ) -> np.ndarray:
     # (quick: a search's bound, on a coarse grid with coarse tails. stats: records
-    # the highest loss of the composed windows as "top".)
+    # the highest loss of the composed windows as "top". speculative: see below.)
     """ε(δ) by one discretisation kind, per direction (rows; NaN for directions not in ``dirs``),
     each composed with the tilt for its δ. The answer for the mechanism is the maximum over
     directions. ``guess`` (one per δ, e.g. a previous upper bound) centres the tilt.
@@ -168,6 +171,11 @@ def _eps_dirs(
     lower bound that finds nothing above it makes no claim (−inf). A direction other than 0 whose
     Chernoff bound (:func:`.query.chernoff_epsilon`, from its discretised steps alone) is already at
     most ``cut`` at every δ takes that bound as its upper end, and is not composed.
+
+    ``speculative`` (a lower end without ``cut``): its window is cut SPECULATIVE_STDS standard deviations
+    below the centre of the tilted composition (:func:`_speculative_cut`) — not a bound, only where the
+    window starts: a read that finds nothing above it makes no claim, and that δ's window is composed
+    again uncut. (The mass below the cut is accounted as for any cut window, see :func:`.compose.compose`.)
     """
     delta = np.atleast_1d(np.asarray(delta, float))
     sign = 1.0 if kind == "upper" else -1.0
@@ -209,67 +217,102 @@ def _eps_dirs(
             if cut is not None:
                 c_v = float(np.min(np.broadcast_to(cut, delta.shape)[sel]))
                 c_ = c_v - 2 * h - give if np.isfinite(c_v) else None
-            start = c_ if c_ is not None else -give
-            level = float(parts_log_mgf(parts, [lam])[0]) - lam * max(start, -give)
-            eta_t = float(np.clip(1e-10 * dl.min() * np.exp(float(np.clip(-level, -700.0, 700.0))), 1e-300, 1e-10))
-            # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
-            kw = dict(lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()), upper=sign > 0)
-            if quick:
-                kw["max_size"] = QUICK_GRID
-            # After one composition of this answer needed long double (same δ, other grid or side),
-            # the others go straight to that level (1: the steps' transforms; FULL: every stage).
-            ext_key = "extended"
-            direct = int(stats.get(ext_key, 0)) if (not quick and _EXTENDED and stats is not None) else 0
-            cp = compose(parts, **kw, extended=direct)
-            if stats is not None:
-                stats["top"] = max(stats.get("top", -np.inf), (cp.k0 + cp.p.size + cp.c) * h)
-            reader = Reader(cp)
-            eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
-            # Relative round-off in δ of r moves ε by about r/λ (log δ falls with slope about λ there):
-            # below NOISE_WIDTH of the width asked for, long double would not change the answer. (A
-            # search's quick bound asks for no width: its round-off is weighed against QUICK_REL of the
-            # ε read.)
-            w_read = width
-            if quick and not width > 0:
-                fin = eps[np.isfinite(eps)]
-                w_read = QUICK_REL * float(fin.max()) if fin.size else 0.0
-            limit = max(NOISE_LIMIT, NOISE_WIDTH * w_read * float(lam))
-            for level in (1, FULL):
-                if direct >= level or not _EXTENDED:
-                    continue
-                r = reader.noise(eps[np.isfinite(eps)])
-                # The round-off bound is a visible part of δ there (reads far out in the tilted tail:
-                # tiny δ, many steps): the same composition with the steps' transforms in long double.
-                # Where that still leaves it a share of δ that moves ε by FULL_SHARE of the width or more
-                # (a tilt that cannot centre the composition at the reads: a heavy upper tail), with
-                # every stage in long double (about 3× the transforms' time). A noise ratio of 1 or more
-                # is mostly a read where the curve's own value is negligible, where precision does not
-                # help: only the retry of an answer that missed its width (``tail_share`` set) escalates
-                # there too — a read drowned in the T-th power of the spectrum's rounding (small q and
-                # σ, 10^5 steps and more, δ <= 1e-11: 2^-53·T is a visible share of δ).
-                if level == 1 and not np.any(r > limit):
-                    break
-                w_now = float(stats.get("target", width)) if stats is not None else w_read
-                drowned = (r < 1.0) | (share is not None)
-                if level == FULL and not np.any(drowned & (r > FULL_SHARE * w_now * float(lam))):
-                    break
-                go = level
-                near = (r >= NEAR_ONE[0]) & (r < NEAR_ONE[1]) & (r > FULL_SHARE * w_now * float(lam))
-                if level == 1 and np.any(near):
-                    # Round-off about δ itself in double: the steps' transforms in long double have left
-                    # it within a few times of that wherever seen (the far tail of one sampled step: q =
-                    # 1e-6, σ = 0.5, δ = 1e-12), and every stage in long double followed. Straight there.
-                    go = FULL
-                cp = compose(parts, **kw, extended=go)
+            spec = None
+            if c_ is None and speculative and sign < 0:
+                spec = _speculative_cut(parts, float(lam))
+                spec = spec - 2 * h - give if np.isfinite(spec) else None
+
+            def composed_read(c_):
+                start = c_ if c_ is not None else -give
+                level = float(parts_log_mgf(parts, [lam])[0]) - lam * max(start, -give)
+                eta_t = float(np.clip(1e-10 * dl.min() * np.exp(float(np.clip(-level, -700.0, 700.0))), 1e-300, 1e-10))
+                # A cut window adds at most e^{−λW} <= 1e-9·δ to δ (see compose).
+                kw = dict(lam=float(lam), eta=eta_t, cut=c_, cut_eta=1e-9 * float(dl.min()), upper=sign > 0)
+                if quick:
+                    kw["max_size"] = QUICK_GRID
+                # After one composition of this answer needed long double (same δ, other grid or side),
+                # the others go straight to that level (1: the steps' transforms; FULL: every stage).
+                ext_key = "extended"
+                direct = int(stats.get(ext_key, 0)) if (not quick and _EXTENDED and stats is not None) else 0
+                cp = compose(parts, **kw, extended=direct)
+                if stats is not None:
+                    stats["top"] = max(stats.get("top", -np.inf), (cp.k0 + cp.p.size + cp.c) * h)
                 reader = Reader(cp)
                 eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
-                if stats is not None:
-                    stats[ext_key] = go
-                if go == FULL:
-                    break
+                # Relative round-off in δ of r moves ε by about r/λ (log δ falls with slope about λ there):
+                # below NOISE_WIDTH of the width asked for, long double would not change the answer. (A
+                # search's quick bound asks for no width: its round-off is weighed against QUICK_REL of the
+                # ε read.)
+                w_read = width
+                if quick and not width > 0:
+                    fin = eps[np.isfinite(eps)]
+                    w_read = QUICK_REL * float(fin.max()) if fin.size else 0.0
+                limit = max(NOISE_LIMIT, NOISE_WIDTH * w_read * float(lam))
+                for level in (1, FULL):
+                    if direct >= level or not _EXTENDED:
+                        continue
+                    r = reader.noise(eps[np.isfinite(eps)])
+                    # The round-off bound is a visible part of δ there (reads far out in the tilted tail:
+                    # tiny δ, many steps): the same composition with the steps' transforms in long double.
+                    # Where that still leaves it a share of δ that moves ε by FULL_SHARE of the width or more
+                    # (a tilt that cannot centre the composition at the reads: a heavy upper tail), with
+                    # every stage in long double (about 3× the transforms' time). A noise ratio of 1 or more
+                    # is mostly a read where the curve's own value is negligible, where precision does not
+                    # help: only the retry of an answer that missed its width (``tail_share`` set) escalates
+                    # there too — a read drowned in the T-th power of the spectrum's rounding (small q and
+                    # σ, 10^5 steps and more, δ <= 1e-11: 2^-53·T is a visible share of δ).
+                    if level == 1 and not np.any(r > limit):
+                        break
+                    w_now = float(stats.get("target", width)) if stats is not None else w_read
+                    drowned = (r < 1.0) | (share is not None)
+                    if level == FULL and not np.any(drowned & (r > FULL_SHARE * w_now * float(lam))):
+                        break
+                    go = level
+                    near = (r >= NEAR_ONE[0]) & (r < NEAR_ONE[1]) & (r > FULL_SHARE * w_now * float(lam))
+                    if level == 1 and np.any(near):
+                        # Round-off about δ itself in double: the steps' transforms in long double have left
+                        # it within a few times of that wherever seen (the far tail of one sampled step: q =
+                        # 1e-6, σ = 0.5, δ = 1e-12), and every stage in long double followed. Straight there.
+                        go = FULL
+                    cp = compose(parts, **kw, extended=go)
+                    reader = Reader(cp)
+                    eps = epsilon_at(cp, dl, 1.0, reader=reader) if sign > 0 else _lower_read(cp, dl, reader)
+                    if stats is not None:
+                        stats[ext_key] = go
+                    if go == FULL:
+                        break
+                return eps
+
+            eps = composed_read(spec if spec is not None else c_)
+            if spec is not None and np.any(eps == -np.inf):
+                # The read found nothing above the speculative cut (its true ε is below it): no claim
+                # there, so the window is composed again uncut.
+                eps = composed_read(None)
             best[sel] = np.maximum(best[sel], eps)
         out[k] = best
     return out
+
+
+#: A speculative cut (see :func:`_eps_dirs`) this many standard deviations below the tilted composition's
+#: mean: the tilt's Chernoff level sits within about one of the answer where the composition is near
+#: Gaussian, so the reads stay above it; elsewhere (a heavy tail carrying δ) a read below it composes again.
+SPECULATIVE_STDS = 3.0
+
+
+def _speculative_cut(parts, lam: float) -> float:
+    """The tilted composition's mean less SPECULATIVE_STDS standard deviations: each step's finite masses
+    tilted by λ (p·e^{λℓ}, normalised), their means and variances summed over the steps' releases."""
+    mean = var = 0.0
+    for d, t in parts:
+        pos = d.nonzero_index()
+        ell = (d.k0 + pos + d.c) * d.h
+        lw = np.log(d.p[pos]) + lam * ell
+        w = np.exp(lw - lw.max())
+        w /= w.sum()
+        m = float(np.dot(w, ell))
+        mean += t * m
+        var += t * float(np.dot(w, np.square(ell - m)))
+    return mean - SPECULATIVE_STDS * np.sqrt(var)
 
 
 def _upper_dirs(

@@ -364,7 +364,7 @@ def _once(
     h_lo = h0
     for _ in range(60):
         try:
-            lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0], widest=widest, stats=stats)
+            lo_dir = _eps_dirs(mechs, delta, h_lo, "lower", dirs=[0], widest=widest, stats=stats, speculative=True)
             break
         except MemoryError:
             h_lo *= 2
@@ -443,7 +443,9 @@ def _once(
     more = [k for k in lower_dirs() if k != 0]
     if more:
         try:
-            lo_dir[more] = _eps_dirs(mechs, delta, h_lo, "lower", dirs=more, widest=widest, stats=stats)[more]
+            lo_dir[more] = _eps_dirs(
+                mechs, delta, h_lo, "lower", dirs=more, widest=widest, stats=stats, speculative=True
+            )[more]
         except MemoryError:
             pass
     if ahead:
