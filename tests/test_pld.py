@@ -856,3 +856,68 @@ def test_atoms_log_mgf_estimate_in_chunks_is_the_same_and_small(monkeypatch):
     monkeypatch.setattr(S.np, "max", real_max)
     assert np.array_equal(whole, parts)
     assert seen and all(s[0] <= 3 for s in seen if len(s) == 2)
+
+
+def _spy_compose(monkeypatch):
+    """Record the windows (cut, points) of the compositions _eps_dirs makes."""
+    seen = []
+    real = Dr.compose
+
+    def spy(parts, **kw):
+        cp = real(parts, **kw)
+        seen.append((kw.get("cut"), cp.p.size))
+        return cp
+
+    monkeypatch.setattr(Dr, "compose", spy)
+    return seen
+
+
+def test_a_speculative_lower_window_is_shorter_and_still_a_lower_bound(monkeypatch):
+    """An answer's first lower end starts its window a few standard deviations below the tilted centre: a
+    shorter window, whose read is still a certified lower bound (below the exact ε, within a few grid
+    steps of the uncut window's)."""
+    mechs, delta, h = [(pld.gaussian(0.05), 2000)], np.array([1e-8]), 2.0**-12
+    exact = gdp.epsilon(0.05 * np.sqrt(2000), 1e-8)
+    seen = _spy_compose(monkeypatch)
+    uncut = Dr._eps_dirs(mechs, delta, h, "lower", dirs=[0])[0, 0]
+    spec = Dr._eps_dirs(mechs, delta, h, "lower", dirs=[0], speculative=True)[0, 0]
+    (c0, n0), (c1, n1) = seen
+    assert c0 is None and c1 is not None and n1 < 0.8 * n0
+    assert spec <= exact and abs(spec - uncut) <= 4 * h
+
+
+def test_a_read_below_the_speculative_cut_is_composed_again_uncut(monkeypatch):
+    """Where the true ε is below the speculative cut the read there makes no claim, and the window is composed
+    again uncut: the same lower end as without speculation."""
+    mechs, delta, h = [(pld.gaussian(0.05), 2000)], np.array([1e-8]), 2.0**-12
+    uncut = Dr._eps_dirs(mechs, delta, h, "lower", dirs=[0])[0, 0]
+    monkeypatch.setattr(Dr, "_speculative_cut", lambda parts, lam: 50.0)  # far above ε ≈ 14.6
+    seen = _spy_compose(monkeypatch)
+    again = Dr._eps_dirs(mechs, delta, h, "lower", dirs=[0], speculative=True)[0, 0]
+    assert [c is None for c, _ in seen] == [False, True]
+    assert again == uncut
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_a_segment_solution_that_fails_its_check_backs_off_before_the_grid_point(monkeypatch, sign):
+    """A segment's solution a hair on the wrong side (its check fails, as on rounding) is moved toward the safe
+    side by a small fraction of the spacing and checked again, not dropped for the grid point a whole spacing
+    away; what is returned is checked."""
+    step = pld.gaussian(0.05)[0]
+    d = D.discretise_upper(step, 2.0**-10, 1e-30) if sign > 0 else D.discretise_lower(step, 2.0**-10, 1e-30)
+    lam = float(C.choose_tilts([(d, 2000)], np.log(np.array([1e-8])))[0][0])
+    cp = C.compose([(d, 2000)], lam=lam, eta=1e-30, upper=sign > 0)
+    true_e = Qy.epsilon_at(cp, np.array([1e-8]), sign)[0]
+    real = Qy.Reader.segment_solve
+    nudge = -sign * 2.0**-30 * cp.h  # toward the unsafe side: the first check fails
+
+    def off(self, i, lt, s):
+        e = real(self, i, lt, s)
+        return e + nudge if np.isfinite(e) else e
+
+    monkeypatch.setattr(Qy.Reader, "segment_solve", off)
+    got = Qy.epsilon_at(cp, np.array([1e-8]), sign)[0]
+    r = Qy.Reader(cp)
+    assert abs(got - true_e) < 2.0**-9 * cp.h  # backed off by a small fraction of the spacing, not a whole one
+    value = r.log_delta(r.index_after(np.array([got])), np.array([got]), sign)[0]
+    assert value <= np.log(1e-8) if sign > 0 else value > np.log(1e-8)
