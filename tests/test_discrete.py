@@ -547,3 +547,26 @@ def test_q_sums_without_a_long_double_lfilter_are_the_same(monkeypatch, refuse):
         acc = x + r * acc
         ref.append(acc)
     assert np.array_equal(fast[:50], np.array(ref, dtype=ld))
+
+
+def test_the_table_cache_makes_room_before_it_builds(monkeypatch):
+    """The tables kept and the one being built fit the atom budget together: the oldest go before the new one
+    is formed (a calibration near the largest σ peaked above 1 GB keeping two tables while building a third)."""
+    from dpcalc.core import discrete as Dd
+
+    cache = Dd._TableCache()
+    size = {s: 2 * Dd._dg_half_width(s) + 1 for s in (50.0, 50.5, 51.0)}
+    budget = size[50.5] + size[51.0]  # room for two of them, not three
+    monkeypatch.setattr(Dd, "TABLE_CACHE_ATOMS", budget)
+    kept_while_building = []
+    real = Dd.DGaussTable
+
+    def spy(sigma):
+        kept_while_building.append(sum(t.p.size for t in cache._tables.values()) + size[sigma])
+        return real(sigma)
+
+    monkeypatch.setattr(Dd, "DGaussTable", spy)
+    for s in (50.0, 50.5, 51.0, 50.0):
+        cache(s)
+    assert len(kept_while_building) == 4 and max(kept_while_building) <= budget
+    assert list(cache._tables) == [51.0, 50.0]

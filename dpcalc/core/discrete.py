@@ -62,6 +62,7 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import OrderedDict
 from decimal import Decimal, localcontext
@@ -114,6 +115,9 @@ DGAUSS_TAIL = 1e-40
 
 #: Largest number of integers the discrete Gaussian's sums run over (about 26σ of them).
 DGAUSS_MAX_ATOMS = 1 << 22
+
+#: The normalising sum reads its terms in blocks of this many (see :class:`DGaussTable`).
+_FSUM_BLOCK = 1 << 16
 
 #: Without extended precision the masses are computed one by one in decimal: at most this many.
 _DECIMAL_MAX_ATOMS = 1 << 16
@@ -223,6 +227,7 @@ class DGaussTable:
             # exponent: x² exact, σ² and the division rounded (3 u_ld relative); exp to 1 u_ld.
             t_max = float(t.max())
             f_rel = (3.0 * t_max + 4.0) * _ULD
+            del xl, t  # (the temporaries of a table of millions of atoms go as soon as they are used)
         else:  # pragma: no cover - exercised by monkeypatching EXTENDED in the tests
             f = _decimal_gauss(x, self.sigma)
             f_rel = 0.5 * _U
@@ -230,16 +235,22 @@ class DGaussTable:
         # the terms at x > 0 doubled (exact): the same real sum as over every x, so the same rounding of it.
         hi = np.asarray(f, dtype=np.float64)
         lo = np.asarray(f - hi.astype(f.dtype), dtype=np.float64)
-        z = math.fsum(
-            [float(hi[n_half]), float(lo[n_half])]
-            + (2.0 * np.concatenate([hi[n_half + 1 :], lo[n_half + 1 :]])).tolist()
+        # (fsum reads its terms lazily: a block of them at a time as Python floats, not millions at once.)
+        tail_terms = (
+            (2.0 * part[k : k + _FSUM_BLOCK]).tolist()
+            for part in (hi[n_half + 1 :], lo[n_half + 1 :])
+            for k in range(0, part.size, _FSUM_BLOCK)
         )
+        terms = itertools.chain([float(hi[n_half]), float(lo[n_half])], itertools.chain.from_iterable(tail_terms))
+        z = math.fsum(terms)
+        del hi, lo
         n1 = float(n_half + 1)
         tail_f = math.exp(-(n1 * n1) / (2.0 * self.sigma * self.sigma)) * (1.0 + self.sigma**2 / n1) * (1 + 1e-12)
         # Z_true in [z(1 − f_rel − u/2), z(1 + f_rel + u/2) + 2·tail_f]
         z_rel = f_rel + 0.5 * _U + 2.0 * tail_f / z
         ld = f.dtype
         self.p = f / ld.type(z)
+        del f
         self.rel = f_rel + z_rel + 4.0 * _ULD + (0.0 if EXTENDED else 2 * _U)
         self.tail = tail_f  # Z >= 1 (the x = 0 term): the mass beyond N on each side is at most tail_f
         self.p64 = np.asarray(self.p, dtype=np.float64)
@@ -252,7 +263,9 @@ class DGaussTable:
         padded[:n] = self.p
         blocks = np.cumsum(padded.reshape(m, b), axis=1)
         offs = np.concatenate([np.zeros(1, dtype=ld), np.cumsum(blocks[:, -1])[:-1]])
-        self.cum = (blocks + offs[:, None]).reshape(-1)[:n]
+        blocks += offs[:, None]
+        del padded
+        self.cum = blocks.reshape(-1)[:n]
         self.cum_rel = (b + m + 2) * (_ULD if EXTENDED else _U)
 
     def _q_sums(self, sens: int):
@@ -392,12 +405,16 @@ class _TableCache:
         if tab is not None:
             self._tables.move_to_end(key)
             return tab
-        tab = DGaussTable(key)
-        self._tables[key] = tab
-        while len(self._tables) > 1 and (
-            len(self._tables) > TABLE_CACHE_SIZE or sum(t.p.size for t in self._tables.values()) > TABLE_CACHE_ATOMS
+        # Room is made before the new table is built (the oldest go first), so that the tables kept and the one
+        # being built (about 500 MB at DGAUSS_MAX_ATOMS while it is formed) are within the budget together.
+        n_new = 2 * _dg_half_width(key) + 1
+        while self._tables and (
+            len(self._tables) >= TABLE_CACHE_SIZE
+            or sum(t.p.size for t in self._tables.values()) + n_new > TABLE_CACHE_ATOMS
         ):
             self._tables.popitem(last=False)
+        tab = DGaussTable(key)
+        self._tables[key] = tab
         return tab
 
     def cache_clear(self) -> None:
