@@ -868,9 +868,13 @@ def rr_epsilon_at(epsilon0, delta, k):
     e0, kk, dl = np.broadcast_arrays(e0, kk, dl)
     keep = 1.0 / (1.0 + (kk - 1) * np.exp(-e0))
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = np.log1p(-np.minimum(dl / keep, 1.0))
+        x = np.minimum(dl / keep, 1.0)
+        w = np.log1p(-x)
         v = e0 + w
-    v = np.where(np.isfinite(v), _up(v, abs_=16 * _U * (2 + e0 + np.abs(np.nan_to_num(w)))), 0.0)
+        # Absolute error: keep and x within a few u relative, which log1p turns into x/(1 − x) of that; w's own
+        # rounding u|w|; the sum's u|v| <= u(ε₀ + |w|). (No absolute term: ε₀ = 1e-8 stays exact to ~1e-15.)
+        err = 16 * _U * (e0 + np.abs(np.nan_to_num(w)) + np.nan_to_num(x / (1.0 - x)))
+    v = np.where(np.isfinite(v), _up(v, abs_=err), 0.0)
     return finish(np.minimum(np.maximum(v, 0.0), e0), scalar=scalar)
 
 
@@ -919,7 +923,9 @@ def br_epsilon_at(epsilon0, delta):
     with np.errstate(divide="ignore"):
         w = 2.0 * np.log1p(-r)
     v = e0 + w
-    err = 16 * _U * (2 + e0 + np.abs(w) + r / np.maximum(1 - r, 1e-300))
+    # Absolute error: r within a few u relative (expm1, the product, the root), which log1p turns into r/(1 − r)
+    # of that; w's own rounding u|w|; the sum's u(ε₀ + |w|) (no absolute term: tiny ε₀ stay exact).
+    err = 16 * _U * (e0 + np.abs(w) + r / np.maximum(1 - r, 1e-300))
     out = np.where(v > 0, _up(v, abs_=err), 0.0)
     return finish(np.minimum(np.maximum(out, 0.0), e0), scalar=scalar)
 
