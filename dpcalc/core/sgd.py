@@ -1219,8 +1219,9 @@ def _search_bound(accountant: str, sampling: str):
 
 def _final_bound(accountant: str, sampling: str):
     """The bound an answer is reported and re-checked with: the full-precision accountant (the PLD
-    interval's upper end, RDP fully refined), or the search's own value at the same point where
-    that is smaller (both are sound), so that a point the search accepted is accepted again."""
+    interval's upper end, RDP fully refined) — what the forward command reports at that point, so that
+    an answer is met there too (where the search's quick bound was the smaller at its answer, :func:`_solve`
+    moves the answer to the safe side)."""
 
     def f(q, s, t, d, known, known_m):
         n = np.size(q)
@@ -1235,8 +1236,7 @@ def _final_bound(accountant: str, sampling: str):
             meth = np.full(n, "rdp", dtype=object)
         else:
             return known.copy(), known_m.copy()
-        take = np.isfinite(known) & ~(e <= known)
-        return np.where(take, known, e), np.where(take, known_m, meth).astype(object)
+        return e, np.asarray(meth, dtype=object)
 
     return f
 
@@ -1252,6 +1252,38 @@ def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow, in
     if has.size:
         e, m = ev_final(has, ok[has], e_ok[has], m_ok[has])
         e_ok[has], m_ok[has] = e, m
+        # Where the reported bound misses the target at the search's answer (the quick bound the search walked
+        # with was the smaller there: a tiny ε, whose interval is as wide as the absolute width), the answer
+        # moves to the safe side until the reported bound meets the target: the forward command at the
+        # answer then reports it met. Steps of the search's last bracket, doubling, then bisection.
+        back = has[~(e <= target[has])]
+        if back.size:
+            gap = np.abs(bad[back] - ok[back])
+            gap = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
+
+            def ev_back(rows, x):
+                q_e, q_m = ev_search(back[rows], x)
+                return ev_final(back[rows], x, q_e, q_m)
+
+            def step_back(x, k, direction, rows):
+                coarse = step(x, k, direction, back[rows])
+                fine = x + direction * gap[rows] * 2.0**k
+                return np.where(np.isfinite(fine), fine, coarse)
+
+            o2, b2, eo2, eb2, mo2, mb2 = walk_and_bisect(
+                ev_back,
+                target[back],
+                ok[back],
+                lo[back],
+                hi[back],
+                step_back,
+                mid,
+                narrow,
+                at_x0=(e_ok[back], m_ok[back]),
+                interp=interp,
+            )
+            ok[back], e_ok[back], m_ok[back] = o2, eo2, mo2
+            bad[back], e_bad[back], m_bad[back] = b2, eb2, mb2
     far = np.flatnonzero(np.isfinite(ok) & np.isfinite(bad))
     if far.size:
         e, m = ev_final(far, bad[far], e_bad[far], m_bad[far])
