@@ -27,7 +27,12 @@ from dpcalc.cli.options import (
 )
 from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
 
-_rate = grid_option("--rate", allowed=RATE, required=True, help="Sampling rate q in (0, 1] (or m/n).")
+_rate = grid_option(
+    "--rate",
+    allowed=RATE,
+    required=True,
+    help="Sampling rate q in (0, 1]: the batch size over the dataset size (0.01 for 600 of 60000).",
+)
 
 
 @click.group(cls=PipeGroup, context_settings=CONTEXT)
