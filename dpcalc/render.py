@@ -159,7 +159,7 @@ def _check_finite(result: Result) -> None:
                 label = next((c.label for c in result.columns if c.key == key), key)
                 raise UnrepresentableResult(
                     f"the result {label} is too large to represent (over 1e308) for these inputs; "
-                    "use smaller values (for example a smaller μ, ρ, k or a larger σ)."
+                    "use less extreme values."
                 )
 
 

@@ -596,3 +596,11 @@ def test_randomized_response_and_bounded_range_epsilon_are_exact_at_tiny_epsilon
         true = E0 + mp.log(1 - Dl / keep)
         got = D.rr_epsilon_at(e0, delta, k)
     assert true <= got <= true * (1 + 2.0**-46)
+
+
+def test_randomized_response_keep_below_one_at_a_huge_epsilon0():
+    """Where the keep-probability rounds to 1 (ε₀ = 500), the largest double below 1 is the answer: below the true
+    keep (safe), and its own ε is below ε₀ (found by an independent audit, helper-64: it was refused)."""
+    keep = D.rr_keep_of(500.0, 6)
+    assert keep == np.nextafter(1.0, 0.0)
+    assert D.rr_epsilon_of_keep(keep, 6) <= 500.0

@@ -210,7 +210,7 @@ def _error_message(exc: BaseException, args: list[str]) -> str | None:
     if isinstance(exc, (OverflowError, ZeroDivisionError)):
         return (
             f"an intermediate value is too large to represent (over 1e308) for these inputs{given}; use less "
-            "extreme values (for example a smaller μ, ρ, k or a larger σ)."
+            "extreme values."
         )
     if isinstance(exc, ValidationError):
         # Raised by the core for a value outside a formula's domain.

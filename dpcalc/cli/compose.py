@@ -881,7 +881,13 @@ def discrete_laplace(scale, sensitivity, times, delta, accountant, fmt, as_json)
 
 @compose.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=POSITIVE, required=True, help="ε₀ of each randomized response.")
-@grid_option("--k", "k", allowed=_RR_K, default="2", help="Number of categories k (2: binary randomized response).")
+@grid_option(
+    "--k",
+    "k",
+    allowed=_RR_K,
+    default="2",
+    help="Number of categories k, 2 to 2147483647 (2: binary randomized response).",
+)
 @_discrete_times
 @_discrete_delta
 @accountant_option

@@ -687,7 +687,13 @@ def discrete_laplace(scale, sensitivity, delta, epsilon, target, alpha, fpr, fmt
 
 @convert.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon0", allowed=POSITIVE, required=True, help="ε₀ of the randomized response (its pure ε).")
-@grid_option("--k", "k", allowed=_RR_K, default="2", help="Number of categories k (2: binary randomized response).")
+@grid_option(
+    "--k",
+    "k",
+    allowed=_RR_K,
+    default="2",
+    help="Number of categories k, 2 to 2147483647 (2: binary randomized response).",
+)
 @_d_delta
 @_d_epsilon
 @_to_option(["dp", "tradeoff", "attack"], "dp")

@@ -816,7 +816,9 @@ def rr_keep_of(epsilon0, k):
     keep = np.empty(e.shape)
     for idx in np.ndindex(e.shape):
         kp, _ = rr_masses(float(e[idx]), int(kk[idx]))
-        keep[idx] = _ld_down(kp)
+        # (Below 1 whatever ε₀: where the true keep rounds to 1 — ε₀ = 500 — the largest double below it is below
+        # the truth too, so the answer keeps less than allowed: safe, and more private than asked.)
+        keep[idx] = min(_ld_down(kp), np.nextafter(1.0, 0.0))
     for i in range(64):  # steps of growing size down until the (rounded-up) ε at keep is within ε₀
         bad = _rr_eps(keep, kk) > e
         if not bad.any():
