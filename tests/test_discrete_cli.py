@@ -86,3 +86,14 @@ def test_convert_discrete_gaussian_delta_is_exact_only_where_its_interval_is_rou
         assert row["delta"] == hi
         assert row["bound"] == ("exact" if hi - lo <= 1e-9 * hi else "upper")
     assert got[5.0]["bound"] == "exact" and got[12.0]["bound"] == "upper"
+
+
+def test_a_discrete_gaussian_sigma_at_the_floor_is_an_upper_bound_with_a_warning():
+    """ε = 1000, δ = 0.9 is met at σ = 0.05, dpcalc's smallest discrete-Gaussian σ, and by smaller σ too (about
+    0.0224): the row says 'upper' (sound, not the smallest) and a warning says why (found by helper-64)."""
+    r = CliRunner().invoke(cli, ["calibrate", "discrete-gaussian", "--epsilon", "1000,1", "--delta", "0.9", "--json"])
+    doc = json.loads(r.stdout)
+    by_eps = {row["epsilon"]: row for row in doc["rows"]}
+    assert by_eps[1000.0]["sigma"] == 0.05 and by_eps[1000.0]["bound"] == "upper"
+    assert by_eps[1.0]["bound"] == "exact"
+    assert any("0.05" in w for w in doc["warnings"])

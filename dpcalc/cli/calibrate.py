@@ -330,7 +330,7 @@ _int_sensitivity = grid_option(
 )
 
 
-def _discrete_result(command, inputs, cols, rows, notes, objects=()):
+def _discrete_result(command, inputs, cols, rows, notes, objects=(), warnings=()):
     from dpcalc.cli import _common as c
     from dpcalc.model import Column, Result
 
@@ -342,6 +342,7 @@ def _discrete_result(command, inputs, cols, rows, notes, objects=()):
         rows=tuple(rows),
         notes=tuple(notes),
         objects=c.releases_once(objects),
+        warnings=tuple(warnings),
     )
 
 
@@ -421,8 +422,17 @@ def discrete_gaussian(epsilon, delta, rho, sensitivity, fmt, as_json):
                 "rho": c.f(d.dgauss_rho_of(sig[i], m["sensitivity"][i])),
                 "delta_check": c.f(check[i]),
                 "method": "discrete-gaussian-cks",
-                "bound": "exact",
+                # At dpcalc's floor σ = 0.05 the target is met, but a smaller σ may meet it too: a sound σ, not
+                # the smallest (ε = 1000, δ = 0.9 needs about 0.0224).
+                "bound": "upper" if sig[i] <= d.DGAUSS_SIGMA_MIN else "exact",
             }  # fmt: skip
+        )
+    floor = [i for i in range(sig.size) if sig[i] <= d.DGAUSS_SIGMA_MIN]
+    warnings = []
+    if floor:
+        warnings.append(
+            f"{len(floor)} row(s) meet the target at σ = {d.DGAUSS_SIGMA_MIN:g}, the smallest σ dpcalc accounts for "
+            "the discrete Gaussian: a smaller σ may meet it too (bound 'upper': sound, not the smallest)."
         )
     cols = [("epsilon", "ε"), ("delta", "δ"), ("sensitivity", "Δ", "int"), ("sigma", "σ", "float", "up"),
             ("std", "std dev"), ("rho", "ρ", "float", "up"), ("delta_check", "δ at σ", "float", "up")]  # fmt: skip
@@ -433,6 +443,7 @@ def discrete_gaussian(epsilon, delta, rho, sensitivity, fmt, as_json):
         rows,
         [note],
         _dg_objects(rows),
+        warnings,
     )
     return c.emit(result, fmt, as_json)
 

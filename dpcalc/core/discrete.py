@@ -110,6 +110,9 @@ _ULD = float(np.finfo(np.longdouble).eps)
 #: Whether long double carries at least a 64-bit mantissa here (x86, or quad on aarch64 Linux).
 EXTENDED = np.finfo(np.longdouble).nmant >= 63
 
+#: The smallest σ the discrete Gaussian is accounted for.
+DGAUSS_SIGMA_MIN = 0.05
+
 #: The discrete Gaussian's sums stop where e^{−x²/(2σ²)} <= this (what is left is bounded and added).
 DGAUSS_TAIL = 1e-40
 
@@ -462,8 +465,10 @@ def _atom_chunks(sigmas: np.ndarray) -> list[np.ndarray]:
 
 def _dg_args(sigma, sensitivity):
     s = checked("sigma", sigma, low=0)
-    if (s < 0.05).any():
-        raise ValidationError("sigma", float(s[s < 0.05].flat[0]), "at least 0.05 for the discrete Gaussian")
+    if (s < DGAUSS_SIGMA_MIN).any():
+        raise ValidationError(
+            "sigma", float(s[s < DGAUSS_SIGMA_MIN].flat[0]), f"at least {DGAUSS_SIGMA_MIN:g} for the discrete Gaussian"
+        )
     d = _integer("sensitivity", sensitivity)
     return s, d
 
@@ -602,16 +607,16 @@ def dgauss_sigma(epsilon, delta, sensitivity=1, *, rtol: float = 1e-9):
     d = _integer("sensitivity", sensitivity)
     e, dl, d = np.broadcast_arrays(e, dl, d)
     e, dl, d = e.reshape(-1), dl.reshape(-1), d.reshape(-1)
-    guess = np.maximum(np.asarray(gaussian.sigma_analytic(e, dl, d)), 0.05)
+    guess = np.maximum(np.asarray(gaussian.sigma_analytic(e, dl, d)), DGAUSS_SIGMA_MIN)
     # In x = −log σ, from the continuous Gaussian's σ: steps of 2%, 4%, 8%, … until the target is
     # bracketed, then the secant of log δ (nearly straight in x; every point is evaluated, and the answer
     # is one where the certified δ met the target) — a handful of tables a row instead of ~30 bisections.
     tol = float(np.log1p(rtol))
-    x_hi = -math.log(0.05)
+    x_hi = -math.log(DGAUSS_SIGMA_MIN)
 
     def sig_of(x):  # (the end of the range is σ = 0.05 itself, not e^{log 20}'s rounding of it)
         x = np.asarray(x, float)
-        return np.where(x >= x_hi, 0.05, np.maximum(np.exp(-x), 0.05))
+        return np.where(x >= x_hi, DGAUSS_SIGMA_MIN, np.maximum(np.exp(-x), DGAUSS_SIGMA_MIN))
 
     def ev(rows, x):  # the certified δ of each row at its own σ (one table per σ; rows read together in chunks)
         rows, sig = np.asarray(rows, dtype=np.int64), np.asarray(sig_of(x), float).reshape(-1)
@@ -639,8 +644,10 @@ def dgauss_variance(sigma):
     """Var of N_Z(0, σ²), rounded up (it is below σ², [CKS] Cor 9)."""
     scalar = all_scalar(sigma)
     s = checked("sigma", sigma, low=0)
-    if (s < 0.05).any():
-        raise ValidationError("sigma", float(s[s < 0.05].flat[0]), "at least 0.05 for the discrete Gaussian")
+    if (s < DGAUSS_SIGMA_MIN).any():
+        raise ValidationError(
+            "sigma", float(s[s < DGAUSS_SIGMA_MIN].flat[0]), f"at least {DGAUSS_SIGMA_MIN:g} for the discrete Gaussian"
+        )
     out = np.empty(s.shape)
     for sv in np.unique(s):
         tab = dgauss_table(float(sv))
