@@ -796,6 +796,33 @@ def _discrete_closed_forms(p: Part, deltas: list[float]) -> list[Total | None]:
     return [Total(method, bound, float(x), d) if math.isfinite(x) else None for x, d in zip(e, deltas)]
 
 
+def closed_form_lowers(parts: list[Part], deltas: list[float]) -> list[float | None]:
+    """Certified lower ends of the exact ε(δ) of one release of a discrete mechanism (the ``exact`` closed form
+    of :func:`_discrete_closed_forms`), per δ; None where there is none (other parts, several releases, out of
+    range). An exact value is rounded up within its search's tolerance (1e-12 relative) or its formula's error
+    bound, which grows where ε cancels far below ε₀: as a lower end it needs its own certificate."""
+    from dpcalc.core import discrete as _d
+    from dpcalc.core.errors import ValidationError
+
+    if len(parts) != 1 or parts[0].kind not in DISCRETE_KINDS or parts[0].times != 1:
+        return [None] * len(deltas)
+    p, dl = parts[0], np.asarray(deltas, float)
+    try:
+        with np.errstate(all="ignore"):
+            if p.kind == "dgauss":
+                lo = _d.dgauss_epsilon_at(p.sigma, dl, p.sensitivity, lower=True)
+            elif p.kind == "dlaplace":
+                lo = _d.dlaplace_epsilon_at(p.scale, dl, p.sensitivity, lower=True)
+            elif p.kind == "rr":
+                lo = _d.rr_epsilon_bounds(p.epsilon, dl, p.k)[0]
+            else:
+                lo = _d.br_epsilon_bounds(p.epsilon, dl)[0]
+    except (ValidationError, MemoryError, OverflowError, ArithmeticError):
+        return [None] * len(deltas)
+    lo = np.broadcast_to(np.asarray(lo, float), dl.shape)
+    return [float(x) if math.isfinite(x) else None for x in lo]
+
+
 def _dgauss_fold_first(parts: list[Part], deltas: list[float], width: float | None) -> list[Total | None] | None:
     """:func:`_dgauss_sum_totals` where the parts (grouped) are one discrete Gaussian run k > 1 times (else None),
     each row's ``met`` judged by the width asked (``width``: the PLD engine's relative width, None its default)."""

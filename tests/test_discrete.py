@@ -580,22 +580,70 @@ def test_the_table_cache_makes_room_before_it_builds(monkeypatch):
         (1.653e-8, 2.08e-19, None),
         (7.0255e-8, 6.46e-17, None),
         (2.0, 1e-3, 5),
+        (1.0, 0.24491866202616847, None),  # ε ≈ 1e-9: ε₀ + 2 log(1 − r) cancels nine digits
+        (10.0, 0.9996, 4),  # ε ≈ 1.76 from ε₀ = 10: four digits
+        (3.0, 0.5, 3),
+        (1.0, 0.9, 3),  # δ above keep: ε = 0
     ],
 )
-def test_randomized_response_and_bounded_range_epsilon_are_exact_at_tiny_epsilon0(e0, delta, k):
+def test_randomized_response_and_bounded_range_epsilon_are_exact(e0, delta, k):
     """ε(δ) of randomized response and of the bounded-range class are labelled exact: within 2^-46 of the truth
-    (above it) at a tiny ε₀ too. An absolute error term of 2·16u once put them up to 4e-7 relative above (found by
-    an independent audit, helper-65)."""
+    (above it), at a tiny ε₀ and where ε₀ + log(…) cancels (there in decimal); their lower ends below it. An
+    absolute error term put ε₀ = 1e-8 up to 4e-7 relative above (helper-65), and the cancellation 9.5e-6 — which
+    compose's brackets took as a lower end, above the truth (helper-66)."""
     mp.mp.dps = 50
     E0, Dl = mp.mpf(e0), mp.mpf(delta)
     if k is None:
         true = E0 + 2 * mp.log(1 - mp.sqrt(Dl * (1 - mp.exp(-E0))))
-        got = D.br_epsilon_at(e0, delta)
+        lo, hi = D.br_epsilon_bounds(e0, delta)
+        assert D.br_epsilon_at(e0, delta) == hi
     else:
         keep = 1 / (1 + (k - 1) * mp.exp(-E0))
         true = E0 + mp.log(1 - Dl / keep)
-        got = D.rr_epsilon_at(e0, delta, k)
-    assert true <= got <= true * (1 + 2.0**-46)
+        lo, hi = D.rr_epsilon_bounds(e0, delta, k)
+        assert D.rr_epsilon_at(e0, delta, k) == hi
+    if not mp.im(true) == 0 or true <= 0:
+        assert lo == hi == 0.0
+    else:
+        assert true * (1 - 2.0**-46) <= lo <= true <= hi <= true * (1 + 2.0**-46)
+
+
+def test_discrete_certified_lower_ends_are_below_the_truth():
+    """The lower ends compose's brackets take from a discrete mechanism's exact ε (its search's tolerance, or its
+    formula's error bound, apart from it): at most the truth, and close to it."""
+    from dpcalc.accounting import Part, closed_form_lowers
+
+    for dl in (1e-3, 0.2449, 1e-9):
+        lo = D.dlaplace_epsilon_at(2.0, dl, 1, lower=True)
+        up = D.dlaplace_epsilon_at(2.0, dl, 1)
+        assert lo <= up and (up == 0 or lo >= up * (1 - 1e-9))
+        assert D.dlaplace_delta_at(2.0, lo * (1 - 1e-15), 1) > dl or lo == 0
+        glo, gup = D.dgauss_epsilon_at(3.0, dl, 1, lower=True), D.dgauss_epsilon_at(3.0, dl, 1)
+        assert glo <= gup and (gup == 0 or glo >= gup * (1 - 1e-9))
+    assert closed_form_lowers([Part(kind="br", epsilon=1.0, times=1)], [0.24491866202616847])[0] <= 1e-9
+    assert closed_form_lowers([Part(kind="br", epsilon=1.0, times=2)], [0.1]) == [None]
+
+
+def test_compose_brackets_take_certified_lower_ends():
+    """A grid of bounded-range ε₀ a few ulps apart at a δ where ε ≈ 1e-9 (ε₀ + 2 log(1 − r) cancels): every
+    bracket row's ε ≥ is at most the true ε (172 were above it, by the exact value's rounding: helper-66)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    e0s = [1.0 + j * 2.0**-52 for j in range(300)]
+    r = 1 - mp.exp(-(mp.mpf(1) - mp.mpf("1e-9")) / 2)
+    dl = float(r * r / (1 - mp.exp(-mp.mpf(1))))
+    args = ["compose", "bounded-range", "--epsilon", ",".join(map(repr, e0s)), "--times", "1", "--delta", repr(dl)]
+    out = CliRunner().invoke(cli, [*args, "--json"])
+    rows = [row for row in json.loads(out.stdout)["rows"] if row["method"] == "bracket"]
+    assert len(rows) > 100
+    for row in rows:
+        e0 = mp.mpf(row["epsilon_each"])
+        true = e0 + 2 * mp.log(1 - mp.sqrt(mp.mpf(row["delta"]) * (1 - mp.exp(-e0))))
+        assert row["epsilon_lower"] <= true <= row["epsilon"]
 
 
 def test_randomized_response_keep_below_one_at_a_huge_epsilon0():

@@ -672,7 +672,7 @@ def _discrete_compose(
     """
     import numpy as np
 
-    from dpcalc.accounting import Total, basic_epsilon, compose_parts_many, flatten
+    from dpcalc.accounting import Total, basic_epsilon, closed_form_lowers, compose_parts_many, flatten
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
@@ -712,6 +712,16 @@ def _discrete_compose(
                 at[j] = dict(zip(ds.tolist(), account(tuple(float(p[j]) for p in points), ds.tolist())))
             return at[j]
 
+        lowers: dict = {}  # lattice point -> {δ: certified lower end of its exact closed form, or None}
+
+        def lowers_at(j):
+            if j not in lowers:
+                setting = tuple(float(p[j]) for p in points)
+                point = {key: np.array([v]) for key, v in zip(keys, setting)}
+                parts = flatten(make(point, 0), int(setting[keys.index("times")]))
+                lowers[j] = dict(zip(ds.tolist(), closed_form_lowers(parts, ds.tolist())))
+            return lowers[j]
+
         from dpcalc.core.pld.engine import widths, within
 
         rel, abs_ = widths(c.pld_kw())
@@ -727,11 +737,12 @@ def _discrete_compose(
             for i in idx:
                 d = float(m["delta"][i])
                 ups = [t.epsilon for t in up_t[d] if t.bound in ("exact", "upper") and np.isfinite(t.epsilon)]
-                # (An exact value is rounded to its safe side, up, within 2^-46 of itself: as a lower end it is
-                # moved down past that.)
-                los = [t.epsilon_lower for t in lo_t[d] if t.epsilon_lower is not None] + [
-                    float(np.nextafter(t.epsilon * (1 - 2.0**-44), 0.0)) for t in lo_t[d] if t.bound == "exact"
-                ]
+                # (An exact closed form is rounded up by its search's tolerance or its formula's error bound — far
+                # more than 2^-46 where ε₀ + log(…) cancels: ε₀ = 1, δ = 0.2449, ε ≈ 1e-9. As a lower end it takes
+                # its own certified lower end.)
+                los = [t.epsilon_lower for t in lo_t[d] if t.epsilon_lower is not None]
+                if any(t.bound == "exact" for t in lo_t[d]):
+                    los += [x for x in [lowers_at(int(easy[s]))[d]] if x is not None]
                 up = min(ups) if ups else np.inf
                 lo = min(max(los, default=0.0), up)
                 met = bool(within(lo, up, rel, abs_))

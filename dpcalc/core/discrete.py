@@ -523,12 +523,13 @@ def dgauss_delta_at(sigma, epsilon, sensitivity=1):
     return finish(_dg_delta(s, d, e)[1], scalar=scalar)
 
 
-def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12):
+def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12, lower: bool = False):
     """Smallest ε (rounded up, to ``rtol``) at which the discrete Gaussian is (ε, δ)-DP.
 
     A bisection that keeps only points where the certified upper δ was at
     most the target, so the answer is a sound upper bound within ``rtol`` of
-    the exact ε.
+    the exact ε. ``lower``: a certified lower end instead — the largest ε found
+    where the certified lower δ is above the target (0 where it is not at 0).
     """
     scalar = all_scalar(sigma, delta, sensitivity)
     s, d = _dg_args(sigma, sensitivity)
@@ -545,21 +546,23 @@ def dgauss_epsilon_at(sigma, delta, sensitivity=1, *, rtol: float = 1e-12):
     # digits however the cases are grouped).
     for run in _table_runs(s):
         sel = np.isin(s, run)
-        out[sel] = _dg_epsilon_search(s[sel], d[sel], dl[sel], rtol)
+        out[sel] = _dg_epsilon_search(s[sel], d[sel], dl[sel], rtol, lower)
     return finish(out, scalar=scalar)
 
 
-def _dg_epsilon_search(s: np.ndarray, d: np.ndarray, dl: np.ndarray, rtol: float) -> np.ndarray:
+def _dg_epsilon_search(s: np.ndarray, d: np.ndarray, dl: np.ndarray, rtol: float, lower: bool = False) -> np.ndarray:
     """:func:`dgauss_epsilon_at` for 1-D arrays of cases."""
 
     cases = _dg_cases(s, d)  # (each case's search still its own: the same digits however they are grouped)
+    # The largest loss kept is Δ(Δ + 2N)/(2σ²); above it δ is the tail alone (<= 1e-40 < δ).
+    n_half = np.array([dgauss_table(float(v)).N for v in s])
+    top = _up(d * (d + 2.0 * n_half) / (2.0 * s * s), rel=1e-12)
+    if lower:
+        return _lower_end(lambda e: cases.bounds(e)[0] > dl, top, rtol)
 
     def pred(e):
         return cases.bounds(e)[1] <= dl
 
-    # The largest loss kept is Δ(Δ + 2N)/(2σ²); above it δ is the tail alone (<= 1e-40 < δ).
-    n_half = np.array([dgauss_table(float(v)).N for v in s])
-    top = _up(d * (d + 2.0 * n_half) / (2.0 * s * s), rel=1e-12)
     zero = pred(np.zeros(s.shape))
     ok, bad = bisect_predicate(pred, top, np.zeros(s.shape), rtol=rtol, atol=1e-300)
     ok = np.where(zero, 0.0, ok)
@@ -770,8 +773,9 @@ def dlaplace_delta_at(scale, epsilon, sensitivity=1):
     return finish(_dl_delta(t, d, e)[1], scalar=scalar)
 
 
-def dlaplace_epsilon_at(scale, delta, sensitivity=1, *, rtol: float = 1e-12):
-    """Smallest ε (rounded up, to ``rtol``) at which the discrete Laplace mechanism is (ε, δ)-DP."""
+def dlaplace_epsilon_at(scale, delta, sensitivity=1, *, rtol: float = 1e-12, lower: bool = False):
+    """Smallest ε (rounded up, to ``rtol``) at which the discrete Laplace mechanism is (ε, δ)-DP; ``lower``: a
+    certified lower end instead (the largest ε found where the certified lower δ is above the target)."""
     scalar = all_scalar(scale, delta, sensitivity)
     t, d = _dl_args(scale, sensitivity)
     if (d > 4096).any():
@@ -779,6 +783,8 @@ def dlaplace_epsilon_at(scale, delta, sensitivity=1, *, rtol: float = 1e-12):
     dl = checked("delta", delta, low=0, high=1, low_open=False)
     t, d, dl = np.broadcast_arrays(t, d, dl)
     top = _div_up(d, t)  # δ(Δ/t) = 0
+    if lower:
+        return finish(_lower_end(lambda e: _dl_delta(t, d, e)[0] > dl, top, rtol), scalar=scalar)
 
     def pred(e):
         return _dl_delta(t, d, e)[1] <= dl
@@ -795,6 +801,41 @@ def dlaplace_variance(scale):
     a = np.exp(-1 / t)
     v = 2 * a / np.expm1(-1 / t) ** 2
     return finish(_up(_ld_up(v), rel=64 * _ULD * (1 + float(np.max(1 / t)))), scalar=scalar)
+
+
+def _lower_end(above, top: np.ndarray, rtol: float) -> np.ndarray:
+    """The largest ε in [0, top] found where ``above(ε)`` (the certified lower δ is above the target) held, by
+    bisection; 0 where it does not hold at 0 (no claim beyond ε >= 0). Every nonzero answer was checked."""
+    zero = np.zeros(np.shape(top))
+    at0 = above(zero)
+    ok, _ = bisect_predicate(above, zero, top, rtol=rtol, atol=1e-300)
+    return np.where(at0 & above(ok), ok, 0.0)
+
+
+#: A closed form's error bound, relative to its value, above which it is computed again in decimal (an exact
+#: value is within 2^-46 of the truth, as the README says).
+EXACT_REL = 2.0**-47
+#: ... at this many digits (the cancellation of ε₀ + log(…) loses log10(ε₀/ε) of them).
+_EXACT_DIGITS = 80
+
+
+def _cancelled(v, err, lo, hi, exact):
+    """(lo, hi) where the double-precision value v (error bound ``err``) cancelled past EXACT_REL of itself:
+    ``exact(i)`` (i a flat index) in decimal at _EXACT_DIGITS digits (every operation correctly rounded there;
+    None: the value is −∞), rounded to the nearest double and moved an ulp to each side. Unchanged elsewhere."""
+    with np.errstate(invalid="ignore"):
+        redo = np.flatnonzero((np.isfinite(v) & (err > EXACT_REL * np.abs(v))).reshape(-1))
+    if not redo.size:
+        return lo, hi
+    lo, hi = np.array(lo, float).reshape(-1), np.array(hi, float).reshape(-1)
+    shape = np.shape(v)
+    with localcontext() as ctx:
+        ctx.prec = _EXACT_DIGITS
+        for i in redo.tolist():
+            val = exact(i)
+            x = -np.inf if val is None else float(val)
+            lo[i], hi[i] = (0.0, 0.0) if x <= 0 else (np.nextafter(x, -np.inf), np.nextafter(x, np.inf))
+    return lo.reshape(shape), hi.reshape(shape)
 
 
 # --------------------------------------------------------------------------
@@ -871,20 +912,35 @@ def rr_delta_at(epsilon0, epsilon, k):
 
 def rr_epsilon_at(epsilon0, delta, k):
     """Exact ε(δ) = max(0, ε₀ + log(1 − δ/keep)) of ε₀-randomized response over k values, rounded up."""
+    return rr_epsilon_bounds(epsilon0, delta, k)[1]
+
+
+def rr_epsilon_bounds(epsilon0, delta, k):
+    """(lower, upper) on ε(δ) of ε₀-randomized response over k values: the value rounded down and up by its
+    error bound (where ε₀ + log(1 − δ/keep) cancels — ε far below ε₀ — the two are that far apart)."""
     scalar = all_scalar(epsilon0, delta, k)
     e0, kk = _rr_args(epsilon0, k)
     dl = checked("delta", delta, low=0, high=1, low_open=False)
     e0, kk, dl = np.broadcast_arrays(e0, kk, dl)
     keep = 1.0 / (1.0 + (kk - 1) * np.exp(-e0))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # (δ >= keep: ε = 0, where x/(1 − x) and the sum overflow unused)
         x = np.minimum(dl / keep, 1.0)
         w = np.log1p(-x)
         v = e0 + w
         # Absolute error: keep and x within a few u relative, which log1p turns into x/(1 − x) of that; w's own
         # rounding u|w|; the sum's u|v| <= u(ε₀ + |w|). (No absolute term: ε₀ = 1e-8 stays exact to ~1e-15.)
         err = 16 * _U * (e0 + np.abs(np.nan_to_num(w)) + np.nan_to_num(x / (1.0 - x)))
-    v = np.where(np.isfinite(v), _up(v, abs_=err), 0.0)
-    return finish(np.minimum(np.maximum(v, 0.0), e0), scalar=scalar)
+        hi = np.where(np.isfinite(v), _up(v, abs_=err), 0.0)
+        lo = np.where(np.isfinite(v), _down(v, abs_=err), 0.0)
+
+    def exact(i):
+        keep_d = 1 / (1 + (Decimal(int(kk.flat[i])) - 1) * (-Decimal(float(e0.flat[i]))).exp())
+        left = 1 - Decimal(float(dl.flat[i])) / keep_d
+        return Decimal(float(e0.flat[i])) + left.ln() if left > 0 else None
+
+    lo, hi = _cancelled(v, err, lo, hi, exact)
+    hi = np.minimum(np.maximum(hi, 0.0), e0)
+    return finish(np.minimum(np.maximum(lo, 0.0), hi), scalar=scalar), finish(hi, scalar=scalar)
 
 
 # --------------------------------------------------------------------------
@@ -924,6 +980,12 @@ def br_delta_at(epsilon0, epsilon):
 
 def br_epsilon_at(epsilon0, delta):
     """Exact ε(δ) = max(0, ε₀ + 2 log(1 − √(δ(1 − e^{−ε₀})))) of the ε₀-BR class, rounded up."""
+    return br_epsilon_bounds(epsilon0, delta)[1]
+
+
+def br_epsilon_bounds(epsilon0, delta):
+    """(lower, upper) on ε(δ) of the ε₀-BR class: the value rounded down and up by its error bound (where
+    ε₀ + 2 log(1 − r) cancels — ε far below ε₀ — the two are that far apart)."""
     scalar = all_scalar(epsilon0, delta)
     e0 = checked("epsilon0", epsilon0, low=0)
     dl = checked("delta", delta, low=0, high=1, low_open=False)
@@ -935,8 +997,18 @@ def br_epsilon_at(epsilon0, delta):
     # Absolute error: r within a few u relative (expm1, the product, the root), which log1p turns into r/(1 − r)
     # of that; w's own rounding u|w|; the sum's u(ε₀ + |w|) (no absolute term: tiny ε₀ stay exact).
     err = 16 * _U * (e0 + np.abs(w) + r / np.maximum(1 - r, 1e-300))
-    out = np.where(v > 0, _up(v, abs_=err), 0.0)
-    return finish(np.minimum(np.maximum(out, 0.0), e0), scalar=scalar)
+    with np.errstate(all="ignore"):
+        hi = np.where(v > 0, _up(v, abs_=err), 0.0)
+        lo = np.where(v > 0, _down(v, abs_=err), 0.0)
+
+    def exact(i):
+        r_d = (Decimal(float(dl.flat[i])) * (1 - (-Decimal(float(e0.flat[i]))).exp())).sqrt()
+        return Decimal(float(e0.flat[i])) + 2 * (1 - r_d).ln() if r_d < 1 else None
+
+    lo, hi = _cancelled(v, err, lo, hi, exact)
+    hi = np.minimum(np.maximum(hi, 0.0), e0)
+    lo = np.minimum(np.maximum(lo, 0.0), hi)
+    return finish(lo, scalar=scalar), finish(hi, scalar=scalar)
 
 
 def br_rho_of(epsilon0):
