@@ -411,9 +411,13 @@ class _TableCache:
         # Room is made before the new table is built (the oldest go first), so that the tables kept and the one
         # being built (about 500 MB at DGAUSS_MAX_ATOMS while it is formed) are within the budget together.
         n_new = 2 * _dg_half_width(key) + 1
-        while self._tables and (
-            len(self._tables) >= TABLE_CACHE_SIZE
-            or sum(t.p.size for t in self._tables.values()) + n_new > TABLE_CACHE_ATOMS
+        while (
+            n_new <= DGAUSS_MAX_ATOMS
+            and self._tables
+            and (
+                len(self._tables) >= TABLE_CACHE_SIZE
+                or sum(t.p.size for t in self._tables.values()) + n_new > TABLE_CACHE_ATOMS
+            )
         ):
             self._tables.popitem(last=False)
         tab = DGaussTable(key)

@@ -284,9 +284,10 @@ def _eps_dirs(
                 return eps
 
             eps = composed_read(spec if spec is not None else c_)
-            if spec is not None and np.any(eps == -np.inf):
+            if spec is not None and np.any((eps == -np.inf) | (eps < spec)):
                 # The read found nothing above the speculative cut (its true ε is below it): no claim
-                # there, so the window is composed again uncut.
+                # there, so the window is composed again uncut. (Also where the cut did not take and the
+                # read fell below it: its wrap allowance was sized for reads above the cut.)
                 eps = composed_read(None)
             best[sel] = np.maximum(best[sel], eps)
         out[k] = best
