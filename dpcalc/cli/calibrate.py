@@ -497,7 +497,7 @@ def discrete_laplace(epsilon, sensitivity, fmt, as_json):
 
 @calibrate.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=POSITIVE, required=True, help="Target pure ε.")
-@grid_option("--k", "k", allowed=Range(2, 2**53, low_open=False, high_open=False, integer=True), default="2",
+@grid_option("--k", "k", allowed=Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True), default="2",
              help="Number of categories k, 2 to 2147483647 (2: binary randomized response).")  # fmt: skip
 @output_options
 def randomized_response(epsilon, k, fmt, as_json):
