@@ -157,3 +157,15 @@ def test_a_beta_below_every_double_is_labelled_a_lower_bound(mu, alpha, bound):
     row = json.loads(res.output)["rows"][0]
     assert row["bound"] == bound
     assert (row["beta"] == 0.0) == (bound == "lower" or alpha == 1.0)
+
+
+def test_mu_for_dp_at_epsilon_zero():
+    """(0, δ)-DP has a Gaussian too: δ_μ(0) = 2Φ(μ/2) − 1, so μ = 2√2·erf⁻¹(δ), rounded down (convert dp --epsilon 0
+    --to gdp was refused; found by helper-65)."""
+    import mpmath as mp
+
+    mp.mp.dps = 40
+    for d in (0.5, 1e-5, 0.9, 1e-100):
+        got = gdp.mu_for_dp(0.0, d)
+        true = 2 * mp.sqrt(2) * mp.erfinv(mp.mpf(d))
+        assert got <= true and got >= true * (1 - 2.0**-46)

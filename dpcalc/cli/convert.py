@@ -264,8 +264,6 @@ def dp(epsilon, delta, target, sensitivity, alpha, fpr, fmt, as_json):
             raise click.UsageError(
                 "Invalid value for '--delta': 0 — no Gaussian mechanism is pure ε-DP; give δ in (0, 1) for --to gdp."
             )
-        if 0.0 in epsilon:
-            raise click.UsageError("Invalid value for '--epsilon': 0 — give ε > 0 for --to gdp.")
         m = c.mesh(epsilon=epsilon, delta=delta, sensitivity=sensitivity)
         mu = gd.mu_for_dp(m["epsilon"], m["delta"])  # rounded down
         sigmas = _fp.div_up(m["sensitivity"], mu)  # rounded up

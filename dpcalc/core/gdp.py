@@ -626,7 +626,7 @@ def mu_for_dp(epsilon, delta, *, rtol: float = 0.0):
     3.7306
     """
     scalar = all_scalar(epsilon, delta)
-    e = checked("epsilon", epsilon, low=0)
+    e = checked("epsilon", epsilon, low=0, low_open=False)  # (ε = 0: δ_μ(0) = 2Φ(μ/2) − 1 <= δ)
     d = checked("delta", delta, low=0, high=1)
     e, d = np.broadcast_arrays(e, d)
     shape = e.shape
