@@ -11,11 +11,11 @@ from dpcalc.cli.options import (
     PROB_OR_ZERO,
     PROBABILITY,
     Group,
-    Range,
     exclusive,
     grid_option,
     output_options,
     require,
+    rr_k_option,
     sensitivity_option,
 )
 
@@ -497,8 +497,7 @@ def discrete_laplace(epsilon, sensitivity, fmt, as_json):
 
 @calibrate.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=POSITIVE, required=True, help="Target pure ε.")
-@grid_option("--k", "k", allowed=Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True), default="2",
-             help="Number of categories k, 2 to 2147483647 (2: binary randomized response).")  # fmt: skip
+@rr_k_option
 @output_options
 def randomized_response(epsilon, k, fmt, as_json):
     """Keep-probability of k-ary randomized response for pure ε: e^ε/(e^ε + k − 1).

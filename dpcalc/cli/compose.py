@@ -26,6 +26,7 @@ from dpcalc.cli.options import (
     refuse_unused,
     refuse_width_without_pld,
     require,
+    rr_k_option,
     sensitivity_option,
 )
 from dpcalc.cli.pipe import PipeGroup, input_option, read_counted, stdin_has_data
@@ -587,7 +588,6 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
 _DG_SIGMA = Range(0.05, low_open=False)
 _INT_SENSITIVITY = Range(1, 2**31 - 1, low_open=False, high_open=False, integer=True)
 _DL_SENSITIVITY = Range(1, 2**20 - 1, low_open=False, high_open=False, integer=True)
-_RR_K = Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True)
 _discrete_times = grid_option("--times", allowed=COUNT, default="1", help="How many times the mechanism runs (k).")
 _discrete_delta = grid_option("--delta", allowed=PROBABILITY, required=True, help="δ at which to report the total ε.")
 
@@ -892,13 +892,7 @@ def discrete_laplace(scale, sensitivity, times, delta, accountant, fmt, as_json)
 
 @compose.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon", allowed=POSITIVE, required=True, help="ε₀ of each randomized response.")
-@grid_option(
-    "--k",
-    "k",
-    allowed=_RR_K,
-    default="2",
-    help="Number of categories k, 2 to 2147483647 (2: binary randomized response).",
-)
+@rr_k_option
 @_discrete_times
 @_discrete_delta
 @accountant_option

@@ -20,6 +20,7 @@ from dpcalc.cli.options import (
     output_options,
     refuse_unused,
     require,
+    rr_k_option,
     sensitivity_option,
 )
 from dpcalc.cli.pipe import PipeGroup, input_option, read_objects
@@ -478,7 +479,6 @@ def rdp(orders, values, delta, epsilon, fmt, as_json):
 _DG_SIGMA = Range(0.05, low_open=False)
 _INT_SENSITIVITY = Range(1, 2**31 - 1, low_open=False, high_open=False, integer=True)
 _DL_SENSITIVITY = Range(1, 2**20 - 1, low_open=False, high_open=False, integer=True)
-_RR_K = Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True)
 _d_delta = grid_option("--delta", allowed=PROBABILITY, help=f"δ at which to report ε [default: {DEFAULT_DELTAS}].")
 _d_epsilon = grid_option("--epsilon", allowed=NONNEGATIVE, help="ε at which to report δ (instead of --delta).")
 
@@ -685,13 +685,7 @@ def discrete_laplace(scale, sensitivity, delta, epsilon, target, alpha, fpr, fmt
 
 @convert.command("randomized-response", context_settings=CONTEXT)
 @grid_option("--epsilon0", allowed=POSITIVE, required=True, help="ε₀ of the randomized response (its pure ε).")
-@grid_option(
-    "--k",
-    "k",
-    allowed=_RR_K,
-    default="2",
-    help="Number of categories k, 2 to 2147483647 (2: binary randomized response).",
-)
+@rr_k_option
 @_d_delta
 @_d_epsilon
 @_to_option(["dp", "tradeoff", "attack"], "dp")

@@ -560,3 +560,16 @@ class Group(OnceOnly, click.Group):
     """A dpcalc command group whose subcommands are :class:`Command` (see :class:`OnceOnly`)."""
 
     command_class = Command
+
+
+#: k of k-ary randomized response (calibrate, convert, compose): the range the core accounts.
+RR_K = Range(2, 2**31 - 1, low_open=False, high_open=False, integer=True)
+
+#: The ``--k`` option of randomized response.
+rr_k_option = grid_option(
+    "--k",
+    "k",
+    allowed=RR_K,
+    default="2",
+    help="Number of categories k, 2 to 2147483647 (2: binary randomized response).",
+)

@@ -1223,7 +1223,9 @@ def _final_bound(accountant: str, sampling: str):
     an answer is met there too (where the search's quick bound was the smaller at its answer, :func:`_solve`
     moves the answer to the safe side)."""
 
-    def f(q, s, t, d, known, known_m):
+    def f(q, s, t, d, known=None, known_m=None):
+        # (``known``: the search's own bound at these points — the reported one only where the accountant has no
+        # finer bound, gdp-clt; else computed here where not given.)
         n = np.size(q)
         if accountant in ("pld", "best"):
             tt = tight_interval(q, s, t, d, sampling)
@@ -1234,6 +1236,8 @@ def _final_bound(accountant: str, sampling: str):
             with np.errstate(all="ignore"):
                 e = _finite_or_nan(_rdp_epsilon(q, s, t, d, sampling=sampling))
             meth = np.full(n, "rdp", dtype=object)
+        elif known is None:
+            return _search_bound(accountant, sampling)(q, s, t, d)
         else:
             return known.copy(), known_m.copy()
         return e, np.asarray(meth, dtype=object)
@@ -1262,8 +1266,7 @@ def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow, in
             gap = np.where(np.isfinite(gap) & (gap > 0), gap, np.nan)
 
             def ev_back(rows, x):
-                q_e, q_m = ev_search(back[rows], x)
-                return ev_final(back[rows], x, q_e, q_m)
+                return ev_final(back[rows], x, None, None)
 
             def step_back(x, k, direction, rows):
                 coarse = step(x, k, direction, back[rows])
@@ -1292,8 +1295,7 @@ def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow, in
         if more.size:
 
             def ev_more(rows, x):
-                q_e, q_m = ev_search(more[rows], x)
-                return ev_final(more[rows], x, q_e, q_m)
+                return ev_final(more[rows], x, None, None)
 
             start = bad[more]
             px = np.minimum(probe(start, e_bad[more], target[more]), hi[more])
