@@ -175,8 +175,8 @@ def test_an_answer_the_reported_bound_misses_moves_to_the_safe_side(monkeypatch,
     def optimistic(accountant, sampling):
         f = real(accountant, sampling)
 
-        def g(q, s, t, d):
-            e, m = f(q, s, t, d)
+        def g(q, s, t, d, w=None):
+            e, m = f(q, s, t, d, w)
             return e * 0.97, m
 
         return g
@@ -190,3 +190,50 @@ def test_an_answer_the_reported_bound_misses_moves_to_the_safe_side(monkeypatch,
         forward = sgd.tight_interval(1.0, 20.0, int(sol.value[0]), 1e-5).upper[0]
     assert sol.found[0] and forward <= 1.0 and sol.epsilon[0] == forward
     assert sol.next_epsilon[0] > 1.0  # the next value on the unsafe side misses: still the optimum
+
+
+def test_inverse_width_follows_the_target():
+    """A search evaluates PLD at the largest --pld-width whose absolute width (a tenth) is at most 1 % of the
+    target, the default for targets of 0.01 and more, never finer than the last of INVERSE_WIDTHS."""
+    t = np.array([3.0, 0.01, 0.0099, 1e-3, 9e-4, 1e-4, 1e-6, 0.0])
+    assert sgd.inverse_width(t).tolist() == [1e-3, 1e-3, 1e-4, 1e-4, 1e-5, 1e-5, 1e-5, 1e-5]
+    assert sgd.width_kw(1e-3) == {} and sgd.width_kw(1e-5) == {"rel": 1e-5, "abs_": 1e-5 / 10}  # as --pld-width
+
+
+def test_a_tiny_target_is_not_held_back_by_the_default_width():
+    """q = 1e-5, T = 100, δ = 1e-8, target ε = 1e-5: at the default width (absolute 1e-4, ten times the target) σ
+    came out 71.4, while dp-accounting's PLD on a 1e-7 grid puts ε at σ = 40 near 5.8e-6 — well below the target.
+    Searched at --pld-width 1e-5, σ is below 40 and still sound: dp-accounting's optimistic estimate at the answer
+    is at most the target, and the forward command at the same width reproduces ε at answer exactly."""
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    sol = sgd.solve_sigma(1e-5, 100, 1e-8, 1e-5, "best")
+    s = float(sol.value[0])
+    assert sol.found[0] and sol.width[0] == 1e-5 and s < 40.0
+    assert sol.epsilon[0] <= 1e-5 < sol.next_epsilon[0]
+    # dp-accounting's optimistic estimate (losses rounded down) is below the true ε: at most the target.
+    opt = pldlib.from_gaussian_mechanism(
+        s, pessimistic_estimate=False, value_discretization_interval=1e-8, sampling_prob=1e-5, use_connect_dots=False
+    )
+    assert opt.self_compose(100).get_epsilon_for_delta(1e-8) <= 1e-5
+    assert sgd.tight_interval(1e-5, s, 100, 1e-8, **sgd.width_kw(1e-5)).upper[0] == sol.epsilon[0]
+
+
+def test_the_cli_shows_the_width_an_inverse_searched_with_and_the_forward_command_reproduces_it():
+    import json
+
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    args = "plan-sgd --rate 0.001 --steps 1000 --delta 1e-5 --target-epsilon 5e-4,0.5 --json".split()
+    r = CliRunner().invoke(cli, args)
+    d = json.loads(r.stdout)
+    small, big = d["rows"]
+    assert small["pld_width"] == 1e-5 and big["pld_width"] == 1e-3
+    assert any("--pld-width 1e-05" in n for n in d["notes"])
+    fwd = f"plan-sgd --rate 0.001 --steps 1000 --delta 1e-5 --noise-multiplier {small['noise_multiplier']!r}"
+    again = json.loads(CliRunner().invoke(cli, (fwd + " --pld-width 1e-5 --json").split()).stdout)["rows"][0]
+    assert again["epsilon"] == small["epsilon"] <= 5e-4
+    rdp = json.loads(CliRunner().invoke(cli, args + ["--accountant", "rdp"]).stdout)["rows"]
+    assert all(x["pld_width"] is None for x in rdp)

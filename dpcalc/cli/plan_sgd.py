@@ -724,6 +724,8 @@ def _inverse(v: dict) -> int:
                     row["steps"] = int(sgd.steps_for_epochs(m["epochs"][i], m["dataset_size"][i], val))
             row["epsilon"] = float(sol.epsilon[i]) if has and np.isfinite(sol.epsilon[i]) else None
             row["epsilon_next"] = e_next if np.isfinite(e_next) else None
+            w = float(sol.width[i])
+            row["pld_width"] = w if np.isfinite(w) else None
             at = f"ε = {m['target'][i]:g} at δ = {m['delta'][i]:g}"
             name = {"noise-multiplier": "σ", "epochs": "T", "batch-size": "B"}[solve]
             if status == sgd.NONE:
@@ -791,6 +793,18 @@ def _inverse(v: dict) -> int:
         "otherwise the search column says why not (none: not met in the range; edge: the next value cannot be "
         "accounted, or only by RDP's looser fallback; range-end: met at the end of the range)."
     )
+    fine = sorted(
+        {r["pld_width"] for r in rows if r["pld_width"] is not None and r["pld_width"] < sgd.INVERSE_WIDTHS[0]}
+    )
+    if fine:
+        notes.append(
+            "Targets below 0.01 are searched with PLD at a finer width than a forward command's default (--pld-width "
+            + ", ".join(f"{w:g}" for w in fine)
+            + ": the largest whose absolute width, a tenth of it, is at most 1 % of the target; the finest used is "
+            + f"{sgd.INVERSE_WIDTHS[-1]:g}), so that a small target's answer is not held back by an interval as wide "
+            "as the target itself. The forward command at the answer gives the same ε with that --pld-width (pld_width "
+            "in JSON); at its default width its upper end can be above the target."
+        )
     if any(r["search"] == sgd.BRACKETED for r in rows):
         notes.append(
             "search bracketed: a row between the points searched (targets, or a lattice of settings and targets); "

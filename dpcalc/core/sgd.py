@@ -939,6 +939,52 @@ MAX_STEPS = 1e9
 #: evaluated by the same bound and misses the target (each PLD evaluation at 10⁷ steps costs seconds).
 STEPS_RTOL = {"pld": 1e-3, "best": 1e-3, "rdp": 0.0, "gdp-clt": 0.0}
 
+#: The PLD widths an inverse search evaluates its bound at (as ``--pld-width W``: relative W, absolute W/10): the
+#: forward default, then finer ones for small targets (:func:`inverse_width`), down to the finest ``--pld-width``.
+INVERSE_WIDTHS = (1e-3, 1e-4, 1e-5)
+
+
+def inverse_width(target) -> np.ndarray:
+    """The PLD width (as ``--pld-width``) an inverse search for each ``target`` ε evaluates with: the largest of
+    :data:`INVERSE_WIDTHS` whose absolute width W/10 is at most 1 % of the target, else the finest (1e-6).
+
+    Targets of 0.01 or more keep the forward command's default (1e-3: 0.1 % of ε, or 1e-4, at most 1 % of
+    them). A smaller target gets a finer width, so that its answer is not held back by an interval as wide as
+    the target: at ε = 1e-5 the default absolute width 1e-4 is ten times the target, and σ came out 3× the noise
+    needed. (Not finer than 1 %: a finer width costs seconds where the grids are hard, tiny q and σ near 1, for a
+    σ a fraction of a percent smaller.) The same ``--pld-width`` on the forward command reproduces the answer's
+    ε (JSON ``pld_width``)."""
+    t = np.asarray(target, float)
+    w = np.full(t.shape, INVERSE_WIDTHS[-1])
+    for c in sorted(INVERSE_WIDTHS[:-1]):  # coarser ones win where they qualify
+        w = np.where(c / 10 <= 1e-2 * t * (1 + 1e-9), c, w)
+    return w
+
+
+def width_kw(w: float) -> dict:
+    """The PLD engine's keyword arguments for ``--pld-width w`` (none for the default)."""
+    return {} if w == INVERSE_WIDTHS[0] else {"rel": float(w), "abs_": float(w) / 10}
+
+
+def _tight_at_widths(q, s, t, d, sampling: str, w=None, upper_only: bool = False) -> Tight:
+    """:func:`tight_interval` with each row at its own PLD width ``w`` (as ``--pld-width``; None: the default),
+    one call per distinct width."""
+    if w is None:
+        return tight_interval(q, s, t, d, sampling, upper_only)
+    q, s, t, d, w = (np.asarray(a, float).ravel() for a in np.broadcast_arrays(q, s, t, d, w))
+    ws = np.unique(w)
+    if ws.size == 1:
+        return tight_interval(q, s, t, d, sampling, upper_only, **width_kw(ws[0]))
+    n = q.size
+    out = Tight(np.empty(n), np.empty(n), np.empty(n, object), np.empty(n, object), np.empty(n, bool))
+    for x in ws:
+        r = np.flatnonzero(w == x)
+        part = tight_interval(q[r], s[r], t[r], d[r], sampling, upper_only, **width_kw(x))
+        for f in ("lower", "upper", "method", "bound", "met"):
+            getattr(out, f)[r] = getattr(part, f)
+    return out
+
+
 #: Outcomes of an inverse search, per row (``Solution.status``).
 OPTIMAL = "optimal"  # the next value toward more loss was evaluated and misses the target
 RANGE_END = "range-end"  # the target is met at the end of the searched range (σ floor, MAX_STEPS, B = N)
@@ -969,6 +1015,9 @@ class Solution:
     next_value: np.ndarray | None = None
     next_epsilon: np.ndarray | None = None
     method: np.ndarray | None = None
+    #: The PLD width (as ``--pld-width``) the answer's ε was evaluated at (:func:`inverse_width`; NaN for
+    #: accountants without one).
+    width: np.ndarray | None = None
 
 
 def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solution | None:
@@ -1002,7 +1051,7 @@ def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solu
     searched = np.array(sorted(set(direct) | set(anchors.values())), dtype=int)
     sol = solve(searched)
     at = {int(r): k for k, r in enumerate(searched)}
-    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method")
+    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method", "width")
     out = {f: np.empty(n, dtype=np.asarray(getattr(sol, f)).dtype) for f in fields}
 
     def copy(i, k, src=sol):
@@ -1026,7 +1075,7 @@ def _bracket_targets(keys, target, solve, max_points: int | None = None) -> Solu
             elif sol.status[b] == NONE:
                 copy(i, b)
             elif sol.status[a] == OPTIMAL and sol.status[b] == OPTIMAL:
-                for f in ("value", "epsilon", "method"):
+                for f in ("value", "epsilon", "method", "width"):
                     out[f][i] = np.asarray(getattr(sol, f))[a]
                 out["next_value"][i], out["next_epsilon"][i] = sol.next_value[b], sol.next_epsilon[b]
                 out["found"][i], out["status"][i] = False, BRACKETED
@@ -1140,7 +1189,7 @@ def _bracket_settings(axes, dirs, target, solve_points, enabled: bool = True) ->
     shape = tuple(p.size for p in picks)
     hard, easy, on = nearest_picks(cols, picks, dirs)
     h_pt, e_pt = np.ravel_multi_index(hard, shape), np.ravel_multi_index(easy, shape)
-    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method")
+    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method", "width")
     out = {f: np.empty(n, dtype=np.asarray(getattr(sol, f)).dtype) for f in fields}
     retry = []
     for i in range(n):
@@ -1148,7 +1197,7 @@ def _bracket_settings(axes, dirs, target, solve_points, enabled: bool = True) ->
         if on[i] or sol.status[a] == RANGE_END:
             src = a
         elif sol.status[a] == OPTIMAL and sol.status[b] == OPTIMAL:
-            for f in ("value", "epsilon", "method"):
+            for f in ("value", "epsilon", "method", "width"):
                 out[f][i] = np.asarray(getattr(sol, f))[a]
             out["next_value"][i], out["next_epsilon"][i] = sol.next_value[b], sol.next_epsilon[b]
             out["found"][i], out["status"][i] = False, BRACKETED
@@ -1199,10 +1248,11 @@ def _search_bound(accountant: str, sampling: str):
     tight engine's quick upper end; ``best``: the smaller of that and RDP (Poisson sampling); RDP with
     fewer refinement steps (each still a sound bound)."""
 
-    def f(q, s, t, d):
+    def f(q, s, t, d, w=None):
+        # (``w``: each row's PLD width, as --pld-width: :func:`inverse_width`; None the default.)
         n = np.size(q)
         if accountant in ("pld", "best"):
-            tt = tight_interval(q, s, t, d, sampling, upper_only=True)
+            tt = _tight_at_widths(q, s, t, d, sampling, w, upper_only=True)
             e, meth = _no_subsampling_over(_finite_or_nan(tt.upper), tt.method, s, t, d, sampling, tt.met)
             if accountant == "best" and sampling == "poisson":
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d), refine_steps=8)
@@ -1223,12 +1273,12 @@ def _final_bound(accountant: str, sampling: str):
     an answer is met there too (where the search's quick bound was the smaller at its answer, :func:`_solve`
     moves the answer to the safe side)."""
 
-    def f(q, s, t, d, known=None, known_m=None):
+    def f(q, s, t, d, known=None, known_m=None, w=None):
         # (``known``: the search's own bound at these points — the reported one only where the accountant has no
-        # finer bound, gdp-clt; else computed here where not given.)
+        # finer bound, gdp-clt; else computed here where not given. ``w``: as for the search's bound.)
         n = np.size(q)
         if accountant in ("pld", "best"):
-            tt = tight_interval(q, s, t, d, sampling)
+            tt = _tight_at_widths(q, s, t, d, sampling, w)
             e, meth = _no_subsampling_over(_finite_or_nan(tt.upper), tt.method, s, t, d, sampling, tt.met)
             if accountant == "best" and sampling == "poisson":
                 e, meth = _rdp_where_smaller(tt, e, meth, (q, s, t, d))
@@ -1243,6 +1293,20 @@ def _final_bound(accountant: str, sampling: str):
         return e, np.asarray(meth, dtype=object)
 
     return f
+
+
+def _widths_for(accountant: str, target) -> np.ndarray:
+    """Each row's PLD width for its target (:func:`inverse_width`) where the accountant reads PLD; else the
+    default's, unused (the searches' bounds take it only for PLD)."""
+    if accountant in ("pld", "best"):
+        return inverse_width(target)
+    return np.full(np.shape(target), INVERSE_WIDTHS[0])
+
+
+def _reported_widths(accountant: str, width) -> np.ndarray:
+    """:attr:`Solution.width`: the widths searched with where the accountant reads PLD, else NaN."""
+    w = np.asarray(width, float)
+    return w.copy() if accountant in ("pld", "best") else np.full(w.shape, np.nan)
 
 
 def _solve(ev_search, ev_final, target, x0, lo, hi, step, probe, mid, narrow, interp=None):
@@ -1422,11 +1486,13 @@ def solve_sigma(
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     # x = −log σ: privacy loss grows with x.
+    width = _widths_for(accountant, target)
+
     def ev_search(rows, x):
-        return search(q[rows], np.exp(-x), t[rows], d[rows])
+        return search(q[rows], np.exp(-x), t[rows], d[rows], width[rows])
 
     def ev_final(rows, x, known, known_m):
-        return final(q[rows], np.exp(-x), t[rows], d[rows], known, known_m)
+        return final(q[rows], np.exp(-x), t[rows], d[rows], known, known_m, width[rows])
 
     mu = _clt_guess_mu(target, d)
     with np.errstate(all="ignore"):
@@ -1466,7 +1532,7 @@ def solve_sigma(
     with np.errstate(over="ignore"):
         value = np.exp(-ok)
         nxt = np.exp(-bad)
-    return Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok)
+    return Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok, _reported_widths(accountant, width))
 
 
 def solve_steps(
@@ -1515,11 +1581,13 @@ def solve_steps(
         return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
+    width = _widths_for(accountant, target)
+
     def ev_search(rows, x):
-        return search(q[rows], s[rows], x, d[rows])
+        return search(q[rows], s[rows], x, d[rows], width[rows])
 
     def ev_final(rows, x, known, known_m):
-        return final(q[rows], s[rows], x, d[rows], known, known_m)
+        return final(q[rows], s[rows], x, d[rows], known, known_m, width[rows])
 
     mu = _clt_guess_mu(target, d)
     with np.errstate(all="ignore"):
@@ -1542,7 +1610,7 @@ def solve_steps(
         secant(lambda a, b: np.maximum(1.0, np.floor(rtol * np.minimum(a, b))), whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
-    return Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok)
+    return Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok, _reported_widths(accountant, width))
 
 
 def solve_batch_size(
@@ -1598,11 +1666,13 @@ def solve_batch_size(
     def steps_of(rows, b):
         return np.maximum(np.asarray(steps_for_epochs(e[rows], n[rows], b), dtype=np.float64), 1.0)
 
+    width = _widths_for(accountant, target)
+
     def ev_search(rows, b):
-        return search(b / n[rows], s[rows], steps_of(rows, b), d[rows])
+        return search(b / n[rows], s[rows], steps_of(rows, b), d[rows], width[rows])
 
     def ev_final(rows, b, known, known_m):
-        return final(b / n[rows], s[rows], steps_of(rows, b), d[rows], known, known_m)
+        return final(b / n[rows], s[rows], steps_of(rows, b), d[rows], known, known_m, width[rows])
 
     mu = _clt_guess_mu(target, d)
     with np.errstate(all="ignore"):
@@ -1622,4 +1692,13 @@ def solve_batch_size(
         secant(lambda a, b: 1.0, whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
-    return Solution(value, e_ok, (status == OPTIMAL) | (status == RANGE_END), status, bad, e_bad, m_ok)
+    return Solution(
+        value,
+        e_ok,
+        (status == OPTIMAL) | (status == RANGE_END),
+        status,
+        bad,
+        e_bad,
+        m_ok,
+        _reported_widths(accountant, width),
+    )
