@@ -237,3 +237,59 @@ def test_the_cli_shows_the_width_an_inverse_searched_with_and_the_forward_comman
     assert again["epsilon"] == small["epsilon"] <= 5e-4
     rdp = json.loads(CliRunner().invoke(cli, args + ["--accountant", "rdp"]).stdout)["rows"]
     assert all(x["pld_width"] is None for x in rdp)
+
+
+def test_a_budget_check_is_decided_at_the_budget_scale():
+    """q = 1e-5, σ = 30, 100 steps, δ = 1e-8: at the default width the interval is [0, 1.9e-5] and a budget of
+    1e-5 failed, while the true ε is about 8e-6 (dp-accounting's optimistic estimate is below it, the pessimistic
+    one on a 1e-8 grid too). Rows whose interval contains the budget are computed again at the width an inverse
+    search for the budget uses; an explicit --pld-width is kept as given."""
+    import json
+
+    from click.testing import CliRunner
+    from dp_accounting.pld import privacy_loss_distribution as pldlib
+
+    from dpcalc.cli import cli
+
+    base = "plan-sgd --rate 1e-5 --steps 100 --delta 1e-8 --noise-multiplier 30,20 --json".split()
+    plain = json.loads(CliRunner().invoke(cli, base).stdout)["rows"]
+    assert plain[0]["epsilon_lower"] <= 1e-5 < plain[0]["epsilon"]  # undecided at the default width
+    r = CliRunner().invoke(cli, base + ["--max-epsilon", "1e-5"])
+    assert r.exit_code == 1  # σ = 20 is over
+    d = json.loads(r.stdout)
+    at30, at20 = d["rows"]
+    assert at30["epsilon"] <= 1e-5 < at20["epsilon_lower"]
+    assert "1 of 2 rows over" in d["budget"]["reason"]
+    assert any("--pld-width 1e-05" in n and "budget" in n for n in d["notes"])
+    for s, row in ((30.0, at30), (20.0, at20)):
+        for pessimistic in (False, True):
+            ref = (
+                pldlib.from_gaussian_mechanism(
+                    s,
+                    pessimistic_estimate=pessimistic,
+                    value_discretization_interval=1e-8,
+                    sampling_prob=1e-5,
+                    use_connect_dots=False,
+                )
+                .self_compose(100)
+                .get_epsilon_for_delta(1e-8)
+            )
+            if pessimistic:
+                assert row["epsilon_lower"] <= ref
+            else:
+                assert row["epsilon"] >= ref
+    again = json.loads(CliRunner().invoke(cli, base + ["--pld-width", "1e-5"]).stdout)["rows"]
+    assert [x["epsilon"] for x in again] == [at30["epsilon"], at20["epsilon"]]
+    kept = CliRunner().invoke(cli, base + ["--max-epsilon", "1e-5", "--pld-width", "1e-3"])
+    assert kept.exit_code == 1 and json.loads(kept.stdout)["rows"][0]["epsilon"] == plain[0]["epsilon"]
+
+
+def test_a_noise_multiplier_found_for_a_target_passes_the_budget_check_at_it():
+    from click.testing import CliRunner
+
+    from dpcalc.cli import cli
+
+    sol = sgd.solve_sigma(1e-4, 1000, 1e-9, 2e-4, "best")
+    assert sol.found[0]
+    args = f"plan-sgd --rate 1e-4 --steps 1000 --delta 1e-9 --noise-multiplier {float(sol.value[0])!r}".split()
+    assert CliRunner().invoke(cli, args + ["--max-epsilon", "2e-4"]).exit_code == 0

@@ -372,6 +372,17 @@ def plan_sgd(
             # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
             # between are bracketed (ε is monotone in q, σ and T).
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
+            budget = click.get_current_context().meta.get("dpcalc.max_epsilon")
+            if budget is not None and c.pld_width() is None:
+                best, again, w = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget)
+                if again.size:
+                    notes.append(
+                        f"{again.size} row{'s' if again.size > 1 else ''} whose certified interval contained the "
+                        f"budget (--max-epsilon {budget:g}) at the default width {'were' if again.size > 1 else 'was'} "
+                        f"computed again at --pld-width {w:g} (an absolute width of at most 1 % of the budget, as an "
+                        "inverse search for it uses), so that the check is decided at the budget's scale; the same "
+                        "--pld-width reproduces them."
+                    )
             t = best.tight
             bracketed = t.method == sgd.BRACKET
             why = c.WOR_WIDE if sampling == "without-replacement" else None

@@ -725,6 +725,36 @@ def best(
     return Best(upper, t.lower, method, bound, width, t.met, t, r)
 
 
+def refine_for_budget(b: Best, q, sigma, steps, delta, sampling: str, budget: float) -> tuple[Best, np.ndarray, float]:
+    """A budget check decided at the budget's own scale: rows whose certified interval contains the budget ε
+    (``--max-epsilon``; lower <= budget < upper, so the check is undecided) are computed again at the PLD width
+    an inverse search for that ε uses (:func:`inverse_width`), and take the new row where its upper end is the
+    smaller. At a budget of 1e-5 the default absolute width 1e-4 leaves [0, 1.9e-5] where the true ε is about
+    8e-6 (q = 1e-5, σ = 30, 100 steps, δ = 1e-8): the check failed a run that meets it, and a σ that
+    ``--target-epsilon`` found for the budget failed it. Budgets of 0.01 or more keep the default width.
+    Returns the answer, the rows computed again, and the width (as ``--pld-width``)."""
+    w = float(inverse_width(budget))
+    with np.errstate(invalid="ignore"):
+        rows = np.flatnonzero(np.isfinite(b.lower) & (b.lower <= budget) & ~(b.upper <= budget))
+    if w == INVERSE_WIDTHS[0] or not rows.size:
+        return b, rows[:0], w
+    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
+    again = best(q[rows], sigma[rows], steps[rows], delta[rows], sampling, **width_kw(w))
+    take = again.upper < b.upper[rows]
+    rows, src = rows[take], np.flatnonzero(take)
+    if not rows.size:
+        return b, rows, w
+
+    def spliced(old, new):
+        out = np.array(old, copy=True)
+        out[rows] = np.asarray(new)[src]
+        return out
+
+    tight = Tight(*(spliced(getattr(b.tight, f), getattr(again.tight, f)) for f in Tight.__dataclass_fields__))
+    fields = {f: spliced(getattr(b, f), getattr(again, f)) for f in Best.__dataclass_fields__ if f != "tight"}
+    return Best(tight=tight, **fields), rows, w
+
+
 def with_no_subsampling(t: Tight, sigma, steps, delta, sampling: str) -> tuple[np.ndarray, np.ndarray]:
     """The tight engine's upper ends and methods, with the no-subsampling bound (:func:`no_subsampling_upper`)
     where it is smaller — Poisson sampling and sampling without replacement (the schemes whose steps are
@@ -946,14 +976,15 @@ INVERSE_WIDTHS = (1e-3, 1e-4, 1e-5)
 
 def inverse_width(target) -> np.ndarray:
     """The PLD width (as ``--pld-width``) an inverse search for each ``target`` ε evaluates with: the largest of
-    :data:`INVERSE_WIDTHS` whose absolute width W/10 is at most 1 % of the target, else the finest (1e-6).
+    :data:`INVERSE_WIDTHS` whose absolute width W/10 is at most 1 % of the target, else the finest (1e-5).
 
     Targets of 0.01 or more keep the forward command's default (1e-3: 0.1 % of ε, or 1e-4, at most 1 % of
     them). A smaller target gets a finer width, so that its answer is not held back by an interval as wide as
     the target: at ε = 1e-5 the default absolute width 1e-4 is ten times the target, and σ came out 3× the noise
-    needed. (Not finer than 1 %: a finer width costs seconds where the grids are hard, tiny q and σ near 1, for a
-    σ a fraction of a percent smaller.) The same ``--pld-width`` on the forward command reproduces the answer's
-    ε (JSON ``pld_width``)."""
+    needed. (Not finer than 1 %, nor than 1e-5: a finer width costs seconds where the grids are hard, tiny q and
+    σ near 1, for a σ a fraction of a percent smaller; and 1e-6 took a minute at q = 0.01, 10⁵ steps, ε = 1e-6,
+    where 1e-5 takes 8 s for a σ 0.2 % larger.) The same ``--pld-width`` on the forward command reproduces the
+    answer's ε (JSON ``pld_width``)."""
     t = np.asarray(target, float)
     w = np.full(t.shape, INVERSE_WIDTHS[-1])
     for c in sorted(INVERSE_WIDTHS[:-1]):  # coarser ones win where they qualify
