@@ -350,3 +350,29 @@ def test_more_piped_objects_than_rows_allowed_are_refused_before_computing():
     for cmd in ("convert --delta 1e-5", "group --size 2"):
         r = run(cmd, input=stream)
         assert r.exit_code == 2 and "more than 100000 objects" in r.stderr
+
+
+def test_a_small_budget_is_decided_at_its_scale_in_compose(tmp_path):
+    """A ledger (and a piped object) whose total's certified interval contains a budget of 1e-5 at the default
+    width ([0, 1.9e-5] for q = 1e-5, σ = 30, 100 steps, δ = 1e-8; the true ε is about 8e-6) is computed again at
+    the width an inverse search for the budget uses: the check passes, the release's own row is at the same width,
+    and a note says so. RDP alone is not touched (no interval), nor an explicit --pld-width."""
+    book = tmp_path / "tiny.toml"
+    book.write_text(
+        '[ledger]\nname = "tiny"\ndelta = 1e-8\nmax_epsilon = 1e-5\n\n[[release]]\nname = "model"\n'
+        'mechanism = "gaussian"\nnoise_multiplier = 30\nrate = 1e-5\ntimes = 100\n'
+    )
+    r = CliRunner().invoke(cli, ["compose", "--ledger", str(book), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    total = [x for x in d["rows"] if x["kind"] == "total" and x["tightest"]][0]
+    release = [x for x in d["rows"] if x["kind"] == "release"][0]
+    assert total["epsilon_lower"] <= total["epsilon"] <= 1e-5 and release["epsilon"] == total["epsilon"]
+    assert any("--pld-width 1e-05" in n for n in d["notes"])
+    kept = CliRunner().invoke(cli, ["compose", "--ledger", str(book), "--pld-width", "1e-3", "--json"])
+    assert kept.exit_code == 1
+    obj = CliRunner().invoke(cli, "plan-sgd --rate 1e-5 --steps 100 --sigma 30 --delta 1e-8 --json".split()).stdout
+    piped = CliRunner().invoke(cli, "compose --delta 1e-8 --max-epsilon 1e-5 --json".split(), input=obj)
+    assert piped.exit_code == 0 and json.loads(piped.stdout)["rows"][0]["epsilon"] == total["epsilon"]
+    rdp = CliRunner().invoke(cli, "compose --delta 1e-8 --max-epsilon 1e-5 --accountant rdp".split(), input=obj)
+    assert rdp.exit_code == 1

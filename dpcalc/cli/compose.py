@@ -1030,10 +1030,17 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
     refuse_unused(
         "here (it is the extra δ′ of advanced composition for one piped (ε, δ) object without --delta)", "delta_prime"
     )
+    notes: list = []
     try:
         parts = [p for obj, where, k in objs for p in flatten(obj, times * k, where)]
         totals = compose_parts(
             parts, delta, with_pld=accountant != "rdp", width=c.pld_width(), every=accountant == "all"
+        )
+        totals, _ = _at_budget_scale(
+            totals,
+            lambda w: compose_parts(parts, delta, with_pld=accountant != "rdp", width=w, every=accountant == "all"),
+            click.get_current_context().meta.get("dpcalc.max_epsilon"),
+            notes,
         )
     except ObjectError as exc:
         raise click.UsageError(str(exc)) from None
@@ -1093,7 +1100,36 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         tail=("tightest", "method", "bound"),
         objects=[_composed((obj, times * k) for obj, _, k in objs)],
         warnings=warnings,
+        notes=notes,
     )
+
+
+def _at_budget_scale(totals, redo, budget, notes: list):
+    """A budget check decided at the budget's own scale (as ``plan-sgd``'s, :func:`dpcalc.core.sgd.refine_for_budget`):
+    where a budget below 0.01 lies inside the certified PLD interval of the total at the default width (no
+    ``--pld-width`` given), the totals are computed again (``redo(w)``) at the width an inverse search for that ε
+    uses, and kept where the tightest is smaller. Returns the totals and the width they were computed again at
+    (None where they were not)."""
+    from dpcalc.accounting import tightest
+    from dpcalc.core import sgd
+
+    if budget is None or c.pld_width() is not None or not totals:
+        return totals, None
+    w = float(sgd.inverse_width(budget))
+    best = tightest(totals)
+    lows = [t.epsilon_lower for t in totals if t.epsilon_lower is not None]
+    if w == sgd.INVERSE_WIDTHS[0] or best.epsilon <= budget or not lows or max(lows) > budget:
+        return totals, None
+    again = redo(w)
+    if not again or not tightest(again).epsilon < best.epsilon:
+        return totals, None
+    notes.append(
+        f"The total's certified interval contained the budget (max ε {budget:g}) at the default width: the totals "
+        f"were computed again at --pld-width {w:g} (an absolute width of at most 1 % of the budget, as an inverse "
+        "search for it uses), so that the check is decided at the budget's scale; the same --pld-width reproduces "
+        "them."
+    )
+    return again, w
 
 
 _PLD_ONLY_WARNING = (
@@ -1130,6 +1166,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
     from dpcalc.accounting import PLD_ONLY_KINDS, compose_parts, flatten, shares
     from dpcalc.model import ObjectError
 
+    budget_notes: list = []
     try:
         book = lg.load(path)
         d = delta if delta is not None else book.delta
@@ -1151,6 +1188,16 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
         flat = [dataclasses.replace(p, times=p.times * n) for ps, n in zip(parts, n_kind) for p in ps]
         costs = _kind_costs(kinds, parts, d, with_pld, every)
         totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width(), every=every)
+        if with_pld:
+            ctx_max = click.get_current_context().meta.get("dpcalc.max_epsilon")
+            totals, finer = _at_budget_scale(
+                totals,
+                lambda w: compose_parts(flat, d, with_pld=True, width=w, every=every),
+                book.max_epsilon if ctx_max is None else ctx_max,
+                budget_notes,
+            )
+            if finer is not None:  # (each release's own cost at the same width as the totals)
+                costs = _kind_costs(kinds, parts, d, with_pld, every, width=finer)
         each = [p for ps in parts for p in ps]
         share_parts = shares(each, d, [n for ps, n in zip(parts, n_kind) for _ in ps])
     except ObjectError as exc:
@@ -1261,6 +1308,7 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
             else "RDP at the optimal order, basic ε for (ε, δ) entries"
         )
         + f"); {largest} at {100 * per[top]:.1f}%.",
+        *budget_notes,
     ]
     if grouped:
         why = (
@@ -1305,21 +1353,22 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
     )
 
 
-def _kind_costs(kinds, parts, d, with_pld, every=False):
+def _kind_costs(kinds, parts, d, with_pld, every=False, width=None):
     """Each kind of release on its own at δ: its tightest total (basic for (ε, δ) entries), computed
     once per kind — the one-part kinds (every ledger release) together, vectorised (accounting.alone)."""
     from dpcalc.accounting import Total, alone, compose_parts, tightest
     from dpcalc.core.errors import ValidationError
 
+    w = c.pld_width() if width is None else width
     out: list = [None] * len(kinds)
     single = [k for k, ps in enumerate(parts) if len(ps) == 1]
     try:
-        for k, t in zip(single, alone([parts[k][0] for k in single], d, with_pld, c.pld_width(), every)):
+        for k, t in zip(single, alone([parts[k][0] for k in single], d, with_pld, w, every)):
             out[k] = t
     except (ValidationError, OverflowError, ZeroDivisionError):
         for k in single:  # name the release whose values are beyond what can be computed
             with c.attributed(kinds[k].where, kinds[k].obj):
-                alone(parts[k], d, with_pld, c.pld_width(), every)
+                alone(parts[k], d, with_pld, w, every)
         raise
     for k, ps in enumerate(parts):
         if out[k] is not None:
@@ -1329,5 +1378,5 @@ def _kind_costs(kinds, parts, d, with_pld, every=False):
                 e = sum(t.epsilon for t in alone(ps, d))
                 out[k] = Total("basic", "upper", e, sum(p.times * p.delta for p in ps))
             else:
-                out[k] = tightest(compose_parts(ps, d, with_pld=with_pld, width=c.pld_width(), every=every))
+                out[k] = tightest(compose_parts(ps, d, with_pld=with_pld, width=w, every=every))
     return out
