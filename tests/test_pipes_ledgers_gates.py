@@ -376,3 +376,14 @@ def test_a_small_budget_is_decided_at_its_scale_in_compose(tmp_path):
     assert piped.exit_code == 0 and json.loads(piped.stdout)["rows"][0]["epsilon"] == total["epsilon"]
     rdp = CliRunner().invoke(cli, "compose --delta 1e-8 --max-epsilon 1e-5 --accountant rdp".split(), input=obj)
     assert rdp.exit_code == 1
+
+
+def test_compose_mixed_decides_a_small_budget_at_its_scale():
+    args = "compose mixed --subsampled-gaussian 1e-5,30,100 --delta 1e-8,1e-6 --max-epsilon 1e-5 --json".split()
+    r = run(args)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    pld = [x for x in d["rows"] if x["method"] == "pld"]
+    assert len(pld) == 2 and all(x["epsilon_lower"] <= x["epsilon"] <= 1e-5 for x in pld)
+    assert any("--pld-width 1e-05" in n for n in d["notes"])
+    assert run(args + ["--pld-width", "1e-3"]).exit_code == 1

@@ -276,6 +276,31 @@ def pld_kw() -> dict[str, float]:
     return {} if w is None else {"rel": w, "abs_": w / 10}
 
 
+def budget_width() -> float | None:
+    """The PLD width (as ``--pld-width``) at which a budget check below 0.01 is decided where the default width
+    leaves it undecided: the width an inverse search for the budget uses (:func:`dpcalc.core.sgd.inverse_width`);
+    None where there is no budget, it is 0.01 or more, or ``--pld-width`` was given (kept as given)."""
+    ctx = click.get_current_context(silent=True)
+    budget = None if ctx is None else ctx.meta.get("dpcalc.max_epsilon")
+    if budget is None or pld_width() is not None:
+        return None
+    from dpcalc.core import sgd
+
+    w = float(sgd.inverse_width(budget))
+    return None if w == sgd.INVERSE_WIDTHS[0] else w
+
+
+def budget_note(what: str, w: float) -> str:
+    """The note for rows computed again at :func:`budget_width`'s width ``w``."""
+    ctx = click.get_current_context()
+    return (
+        f"{what} whose certified interval contained the budget (max ε {ctx.meta['dpcalc.max_epsilon']:g}) at the "
+        f"default width: computed again at --pld-width {w:g} (an absolute width of at most 1 % of the budget, as an "
+        "inverse search for it uses), so that the check is decided at the budget's scale; the same --pld-width "
+        "reproduces them."
+    )
+
+
 def width_target(upper):
     """The PLD interval width asked for at each upper end: max(W·ε, W/10), W = --pld-width (0.001)."""
     import numpy as np

@@ -532,6 +532,16 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
     width_warnings = []
     # (Every δ of the grid from one reading of the engine: an ε(δ) curve shares its compositions.)
     plds = pld_totals(pld_parts, d, c.pld_width()) if accountant != "rdp" else []
+    notes = ["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else []
+    w = c.budget_width()
+    if w is not None:
+        budget = click.get_current_context().meta["dpcalc.max_epsilon"]
+        if any(t is not None and t.epsilon_lower is not None and t.epsilon_lower <= budget < t.epsilon for t in plds):
+            again = pld_totals(pld_parts, d, w)
+            better = [b is not None and (a is None or b.epsilon < a.epsilon) for a, b in zip(plds, again)]
+            plds = [b if k else a for a, b, k in zip(plds, again, better)]
+            if any(better):
+                notes.append(c.budget_note("The PLD totals", w))
     for i, t in enumerate(plds):
         if t is not None:
             rows.append(
@@ -579,7 +589,7 @@ def mixed(gaussians, subsampled, laplaces, delta, accountant, fmt, as_json):
         tail=("tightest", "method", "bound"),
         objects=objects,
         warnings=width_warnings,
-        notes=["Subsampled parts assume Poisson sampling with add/remove neighbours."] if subsampled else (),
+        notes=notes,
     )
 
 
@@ -1039,7 +1049,6 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
         totals, _ = _at_budget_scale(
             totals,
             lambda w: compose_parts(parts, delta, with_pld=accountant != "rdp", width=w, every=accountant == "all"),
-            click.get_current_context().meta.get("dpcalc.max_epsilon"),
             notes,
         )
     except ObjectError as exc:
@@ -1104,31 +1113,26 @@ def from_input(source, ledger, ledger_rows, times, delta, delta_prime, accountan
     )
 
 
-def _at_budget_scale(totals, redo, budget, notes: list):
+def _at_budget_scale(totals, redo, notes: list):
     """A budget check decided at the budget's own scale (as ``plan-sgd``'s, :func:`dpcalc.core.sgd.refine_for_budget`):
     where a budget below 0.01 lies inside the certified PLD interval of the total at the default width (no
     ``--pld-width`` given), the totals are computed again (``redo(w)``) at the width an inverse search for that ε
-    uses, and kept where the tightest is smaller. Returns the totals and the width they were computed again at
-    (None where they were not)."""
+    uses (:func:`._common.budget_width`), and kept where the tightest is smaller. Returns the totals and the width
+    they were computed again at (None where they were not)."""
     from dpcalc.accounting import tightest
-    from dpcalc.core import sgd
 
-    if budget is None or c.pld_width() is not None or not totals:
+    w = c.budget_width()
+    if w is None or not totals:
         return totals, None
-    w = float(sgd.inverse_width(budget))
+    budget = click.get_current_context().meta["dpcalc.max_epsilon"]
     best = tightest(totals)
     lows = [t.epsilon_lower for t in totals if t.epsilon_lower is not None]
-    if w == sgd.INVERSE_WIDTHS[0] or best.epsilon <= budget or not lows or max(lows) > budget:
+    if best.epsilon <= budget or not lows or max(lows) > budget:
         return totals, None
     again = redo(w)
     if not again or not tightest(again).epsilon < best.epsilon:
         return totals, None
-    notes.append(
-        f"The total's certified interval contained the budget (max ε {budget:g}) at the default width: the totals "
-        f"were computed again at --pld-width {w:g} (an absolute width of at most 1 % of the budget, as an inverse "
-        "search for it uses), so that the check is decided at the budget's scale; the same --pld-width reproduces "
-        "them."
-    )
+    notes.append(c.budget_note("The totals", w))
     return again, w
 
 
@@ -1169,6 +1173,9 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
     budget_notes: list = []
     try:
         book = lg.load(path)
+        ctx = click.get_current_context()
+        if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
+            ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon  # (the option, where given, takes precedence)
         d = delta if delta is not None else book.delta
         if d is None:
             raise click.UsageError(f"ledger {path} sets no delta; give --delta.")
@@ -1189,12 +1196,8 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
         costs = _kind_costs(kinds, parts, d, with_pld, every)
         totals = compose_parts(flat, d, with_pld=with_pld, width=c.pld_width(), every=every)
         if with_pld:
-            ctx_max = click.get_current_context().meta.get("dpcalc.max_epsilon")
             totals, finer = _at_budget_scale(
-                totals,
-                lambda w: compose_parts(flat, d, with_pld=True, width=w, every=every),
-                book.max_epsilon if ctx_max is None else ctx_max,
-                budget_notes,
+                totals, lambda w: compose_parts(flat, d, with_pld=True, width=w, every=every), budget_notes
             )
             if finer is not None:  # (each release's own cost at the same width as the totals)
                 costs = _kind_costs(kinds, parts, d, with_pld, every, width=finer)
@@ -1209,9 +1212,6 @@ def _compose_ledger(path, delta, with_pld, rows_mode, fmt, as_json, every=False)
         raise click.UsageError(msg) from None
     pld_only = any(p.kind in PLD_ONLY_KINDS for p in flat)
     warnings = [_PLD_ONLY_WARNING] if pld_only and not with_pld else []
-    ctx = click.get_current_context()
-    if book.max_epsilon is not None and "dpcalc.max_epsilon" not in ctx.meta:
-        ctx.meta["dpcalc.max_epsilon"] = book.max_epsilon
     # An option replaces the ledger's own value (documented precedence), and says so: never silently.
     if delta is not None and book.delta is not None and delta != book.delta:
         warnings.append(

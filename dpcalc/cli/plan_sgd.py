@@ -372,17 +372,12 @@ def plan_sgd(
             # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
             # between are bracketed (ε is monotone in q, σ and T).
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
-            budget = click.get_current_context().meta.get("dpcalc.max_epsilon")
-            if budget is not None and c.pld_width() is None:
-                best, again, w = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget)
+            w = c.budget_width()
+            if w is not None:
+                budget = click.get_current_context().meta["dpcalc.max_epsilon"]
+                best, again, _ = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget)
                 if again.size:
-                    notes.append(
-                        f"{again.size} row{'s' if again.size > 1 else ''} whose certified interval contained the "
-                        f"budget (--max-epsilon {budget:g}) at the default width {'were' if again.size > 1 else 'was'} "
-                        f"computed again at --pld-width {w:g} (an absolute width of at most 1 % of the budget, as an "
-                        "inverse search for it uses), so that the check is decided at the budget's scale; the same "
-                        "--pld-width reproduces them."
-                    )
+                    notes.append(c.budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
             t = best.tight
             bracketed = t.method == sgd.BRACKET
             why = c.WOR_WIDE if sampling == "without-replacement" else None
@@ -809,12 +804,14 @@ def _inverse(v: dict) -> int:
     )
     if fine:
         notes.append(
-            "Targets below 0.01 are searched with PLD at a finer width than a forward command's default (--pld-width "
+            "Targets below 0.01 whose answer the forward command's default width held back were searched again with "
+            "PLD at a finer width (--pld-width "
             + ", ".join(f"{w:g}" for w in fine)
-            + ": the largest whose absolute width, a tenth of it, is at most 1 % of the target; the finest used is "
-            + f"{sgd.INVERSE_WIDTHS[-1]:g}), so that a small target's answer is not held back by an interval as wide "
-            "as the target itself. The forward command at the answer gives the same ε with that --pld-width (pld_width "
-            "in JSON); at its default width its upper end can be above the target."
+            + ": the largest whose absolute width, a tenth of it, is at most 1 % of the target, and at least "
+            + f"{sgd.INVERSE_WIDTHS[-1]:g}, so below a target of 1e-4 the interval can be wider than 1 % of it) — "
+            "where that width's quick bound met the target at the value the first search found missing it. The forward "
+            "command at the answer gives the same ε with that --pld-width (column pld_width); at its default width "
+            "its upper end can be above the target."
         )
     if any(r["search"] == sgd.BRACKETED for r in rows):
         notes.append(
@@ -846,6 +843,8 @@ def _inverse(v: dict) -> int:
         Column("method", "method", "text"),
         Column("bound", "bound", "text"),
     ]
+    if fine:  # (a column where some answer was searched at a finer width: the --pld-width that reproduces it)
+        cols.append(Column("pld_width", "PLD width"))
     cols = [col for col in cols if any(r.get(col.key) is not None for r in rows)]
     result = Result("plan-sgd", v["inputs"], tuple(cols), tuple(rows), tuple(dict.fromkeys(warnings)), (), tuple(notes))
     return c.emit(result, v["fmt"] if not v["as_json"] else "json", False)

@@ -1326,12 +1326,48 @@ def _final_bound(accountant: str, sampling: str):
     return f
 
 
-def _widths_for(accountant: str, target) -> np.ndarray:
-    """Each row's PLD width for its target (:func:`inverse_width`) where the accountant reads PLD; else the
-    default's, unused (the searches' bounds take it only for PLD)."""
-    if accountant in ("pld", "best"):
-        return inverse_width(target)
+def _widths_for(accountant: str, target, given=None) -> np.ndarray:
+    """Each row's PLD width for a search: ``given`` (the second pass of :func:`_finer_where_it_helps`), else the
+    default's (the first pass, and every accountant without PLD, where it is unused)."""
+    if given is not None:
+        return np.asarray(given, float)
     return np.full(np.shape(target), INVERSE_WIDTHS[0])
+
+
+def _finer_where_it_helps(sol: Solution, accountant: str, target, quick, again, better) -> Solution:
+    """Small targets searched again at the finer width :func:`inverse_width` gives them, where it helps.
+
+    The first pass searches at the forward default width. Rows found there (the next value toward more loss
+    evaluated and missing the target) whose target asks for a finer width are probed once: ``quick(rows, x, w)``,
+    the search's quick bound at that next value ``x`` and the finer width. Where it meets the target — the
+    default width held the answer back (at ε = 1e-5 its absolute width, 1e-4, is ten times the target) —
+    ``again(rows, w)`` searches those rows at the finer width, and its answer replaces the first where it is
+    ``better`` (a smaller σ; more steps; a larger batch) and found or at the range's end. Elsewhere the finer
+    width would cost seconds to minutes for nothing (q = 0.5, σ = 3.6e6, 100 steps, δ = 1e-10: 25 s per
+    evaluation whose interval still misses the width; the quick bound there is above the default's) and the
+    first answer stands. Either way each row's answer is a point its bound, at the width it reports, was
+    evaluated at and met."""
+    if accountant not in ("pld", "best"):
+        return sol
+    w = inverse_width(target)
+    nxt = np.asarray(sol.next_value, float)
+    rows = np.flatnonzero((w < INVERSE_WIDTHS[0]) & (sol.status == OPTIMAL) & np.isfinite(nxt))
+    if not rows.size:
+        return sol
+    e_quick = np.asarray(quick(rows, nxt[rows], w[rows]), float)
+    with np.errstate(invalid="ignore"):
+        rows = rows[e_quick <= target[rows]]
+    if not rows.size:
+        return sol
+    fine = again(rows, w[rows])
+    take = np.isin(fine.status, (OPTIMAL, RANGE_END)) & better(np.asarray(fine.value), np.asarray(sol.value)[rows])
+    if not take.any():
+        return sol
+    fields = ("value", "epsilon", "found", "status", "next_value", "next_epsilon", "method", "width")
+    out = {f: np.array(getattr(sol, f), copy=True) for f in fields}
+    for f in fields:
+        out[f][rows[take]] = np.asarray(getattr(fine, f))[take]
+    return Solution(**out)
 
 
 def _reported_widths(accountant: str, width) -> np.ndarray:
@@ -1474,6 +1510,7 @@ def solve_sigma(
     rtol: float | None = None,
     sampling: str = "poisson",
     _lattice: bool = True,
+    _widths=None,
 ):
     """Smallest noise multiplier σ (to a relative ``rtol``, rounded up) whose ε is at most the target.
 
@@ -1517,7 +1554,7 @@ def solve_sigma(
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     # x = −log σ: privacy loss grows with x.
-    width = _widths_for(accountant, target)
+    width = _widths_for(accountant, target, _widths)
 
     def ev_search(rows, x):
         return search(q[rows], np.exp(-x), t[rows], d[rows], width[rows])
@@ -1563,7 +1600,19 @@ def solve_sigma(
     with np.errstate(over="ignore"):
         value = np.exp(-ok)
         nxt = np.exp(-bad)
-    return Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok, _reported_widths(accountant, width))
+    sol = Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok, _reported_widths(accountant, width))
+    if _widths is not None:
+        return sol
+    return _finer_where_it_helps(
+        sol,
+        accountant,
+        target,
+        lambda r, x, w: search(q[r], x, t[r], d[r], w)[0],
+        lambda r, w: solve_sigma(
+            q[r], t[r], d[r], target[r], accountant, rtol=rtol, sampling=sampling, _lattice=False, _widths=w
+        ),
+        lambda new, old: new < old,
+    )
 
 
 def solve_steps(
@@ -1576,6 +1625,7 @@ def solve_steps(
     max_steps: float = MAX_STEPS,
     sampling: str = "poisson",
     _lattice: bool = True,
+    _widths=None,
 ):
     """Largest whole number of steps T (at most ``max_steps``, 1e9) whose ε is at most the target.
 
@@ -1612,7 +1662,7 @@ def solve_steps(
         return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
-    width = _widths_for(accountant, target)
+    width = _widths_for(accountant, target, _widths)
 
     def ev_search(rows, x):
         return search(q[rows], s[rows], x, d[rows], width[rows])
@@ -1641,7 +1691,19 @@ def solve_steps(
         secant(lambda a, b: np.maximum(1.0, np.floor(rtol * np.minimum(a, b))), whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
-    return Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok, _reported_widths(accountant, width))
+    sol = Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok, _reported_widths(accountant, width))
+    if _widths is not None:
+        return sol
+    return _finer_where_it_helps(
+        sol,
+        accountant,
+        target,
+        lambda r, x, w: search(q[r], s[r], x, d[r], w)[0],
+        lambda r, w: solve_steps(
+            q[r], s[r], d[r], target[r], accountant, max_steps=max_steps, sampling=sampling, _lattice=False, _widths=w
+        ),
+        lambda new, old: new > old,
+    )
 
 
 def solve_batch_size(
@@ -1654,6 +1716,7 @@ def solve_batch_size(
     *,
     sampling: str = "poisson",
     _lattice: bool = True,
+    _widths=None,
 ):
     """Largest batch size B in [1, N] (expected under Poisson sampling, exact without replacement),
     with T = ⌈E·N/B⌉ steps, whose ε is at most the target.
@@ -1697,7 +1760,7 @@ def solve_batch_size(
     def steps_of(rows, b):
         return np.maximum(np.asarray(steps_for_epochs(e[rows], n[rows], b), dtype=np.float64), 1.0)
 
-    width = _widths_for(accountant, target)
+    width = _widths_for(accountant, target, _widths)
 
     def ev_search(rows, b):
         return search(b / n[rows], s[rows], steps_of(rows, b), d[rows], width[rows])
@@ -1723,7 +1786,7 @@ def solve_batch_size(
         secant(lambda a, b: 1.0, whole=True),
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
-    return Solution(
+    sol = Solution(
         value,
         e_ok,
         (status == OPTIMAL) | (status == RANGE_END),
@@ -1732,4 +1795,16 @@ def solve_batch_size(
         e_bad,
         m_ok,
         _reported_widths(accountant, width),
+    )
+    if _widths is not None:
+        return sol
+    return _finer_where_it_helps(
+        sol,
+        accountant,
+        target,
+        lambda r, x, w: search(x / n[r], s[r], steps_of(r, x), d[r], w)[0],
+        lambda r, w: solve_batch_size(
+            n[r], e[r], s[r], d[r], target[r], accountant, sampling=sampling, _lattice=False, _widths=w
+        ),
+        lambda new, old: new > old,
     )
