@@ -293,3 +293,45 @@ def test_a_noise_multiplier_found_for_a_target_passes_the_budget_check_at_it():
     assert sol.found[0]
     args = f"plan-sgd --rate 1e-4 --steps 1000 --delta 1e-9 --noise-multiplier {float(sol.value[0])!r}".split()
     assert CliRunner().invoke(cli, args + ["--max-epsilon", "2e-4"]).exit_code == 0
+
+
+def test_a_finer_width_is_searched_only_where_it_moves_the_answer():
+    """The second pass runs only for rows found at the default width whose target asks for a finer one and where
+    the finer width's quick bound meets the target at the value the first search found missing it; its answer
+    replaces the first only where it is better and found."""
+    first = sgd.Solution(
+        value=np.array([10.0, 10.0, 10.0, 10.0]),
+        epsilon=np.array([0.9e-5, 0.9e-5, 0.9e-5, 0.5]),
+        found=np.ones(4, bool),
+        status=np.array([sgd.OPTIMAL] * 4, dtype=object),
+        next_value=np.array([9.99, 9.99, 9.99, 9.99]),
+        next_epsilon=np.array([1.1e-5, 1.1e-5, 1.1e-5, 0.51]),
+        method=np.array(["pld"] * 4, dtype=object),
+        width=np.full(4, 1e-3),
+    )
+    target = np.array([1e-5, 1e-5, 1e-5, 0.5])
+    asked = []
+
+    def quick(rows, x, w):
+        assert np.all(x == 9.99) and np.all(w == 1e-5)
+        return np.where(rows == 1, 2e-5, 0.5e-5)  # row 1: the finer width does not help there
+
+    def again(rows, w):
+        asked.append(rows.tolist())
+        k = rows.size
+        return sgd.Solution(
+            value=np.where(rows == 2, 11.0, 5.0),  # row 2's second answer is worse: the first stands
+            epsilon=np.full(k, 0.99e-5),
+            found=np.ones(k, bool),
+            status=np.array([sgd.OPTIMAL] * k, dtype=object),
+            next_value=np.full(k, 4.99),
+            next_epsilon=np.full(k, 1.01e-5),
+            method=np.array(["pld"] * k, dtype=object),
+            width=np.asarray(w, float),
+        )
+
+    out = sgd._finer_where_it_helps(first, "best", target, quick, again, lambda new, old: new < old)
+    assert asked == [[0, 2]]  # row 3's target keeps the default width; row 1 was not searched again
+    assert out.value.tolist() == [5.0, 10.0, 10.0, 10.0] and out.width.tolist() == [1e-5, 1e-3, 1e-3, 1e-3]
+    assert out.next_value[0] == 4.99 and out.epsilon[0] == 0.99e-5
+    assert sgd._finer_where_it_helps(first, "rdp", target, quick, again, lambda a, b: a < b) is first
