@@ -1334,7 +1334,7 @@ def _widths_for(accountant: str, target, given=None) -> np.ndarray:
     return np.full(np.shape(target), INVERSE_WIDTHS[0])
 
 
-def _finer_where_it_helps(sol: Solution, accountant: str, target, quick, again, better) -> Solution:
+def _finer_where_it_helps(sol: Solution, accountant: str | None, target, quick, again, better) -> Solution:
     """Small targets searched again at the finer width :func:`inverse_width` gives them, where it helps.
 
     The first pass searches at the forward default width. Rows found there (the next value toward more loss
@@ -1347,7 +1347,7 @@ def _finer_where_it_helps(sol: Solution, accountant: str, target, quick, again, 
     evaluation whose interval still misses the width; the quick bound there is above the default's) and the
     first answer stands. Either way each row's answer is a point its bound, at the width it reports, was
     evaluated at and met."""
-    if accountant not in ("pld", "best"):
+    if accountant not in ("pld", "best"):  # (None: this is the second search itself)
         return sol
     w = inverse_width(target)
     nxt = np.asarray(sol.next_value, float)
@@ -1601,11 +1601,9 @@ def solve_sigma(
         value = np.exp(-ok)
         nxt = np.exp(-bad)
     sol = Solution(value, e_ok, status == OPTIMAL, status, nxt, e_bad, m_ok, _reported_widths(accountant, width))
-    if _widths is not None:
-        return sol
     return _finer_where_it_helps(
         sol,
-        accountant,
+        accountant if _widths is None else None,  # (None: this is the second search)
         target,
         lambda r, x, w: search(q[r], x, t[r], d[r], w)[0],
         lambda r, w: solve_sigma(
@@ -1692,11 +1690,9 @@ def solve_steps(
     )
     value = np.where(np.isfinite(ok), ok, 0.0)
     sol = Solution(value, e_ok, status == OPTIMAL, status, bad, e_bad, m_ok, _reported_widths(accountant, width))
-    if _widths is not None:
-        return sol
     return _finer_where_it_helps(
         sol,
-        accountant,
+        accountant if _widths is None else None,  # (None: this is the second search)
         target,
         lambda r, x, w: search(q[r], s[r], x, d[r], w)[0],
         lambda r, w: solve_steps(
@@ -1796,11 +1792,9 @@ def solve_batch_size(
         m_ok,
         _reported_widths(accountant, width),
     )
-    if _widths is not None:
-        return sol
     return _finer_where_it_helps(
         sol,
-        accountant,
+        accountant if _widths is None else None,  # (None: this is the second search)
         target,
         lambda r, x, w: search(x / n[r], s[r], steps_of(r, x), d[r], w)[0],
         lambda r, w: solve_batch_size(
