@@ -375,7 +375,7 @@ def plan_sgd(
             w = c.budget_width()
             if w is not None:
                 budget = click.get_current_context().meta["dpcalc.max_epsilon"]
-                best, again, _ = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget)
+                best, again = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget, w)
                 if again.size:
                     notes.append(c.budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
             t = best.tight

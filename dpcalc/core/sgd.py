@@ -725,25 +725,27 @@ def best(
     return Best(upper, t.lower, method, bound, width, t.met, t, r)
 
 
-def refine_for_budget(b: Best, q, sigma, steps, delta, sampling: str, budget: float) -> tuple[Best, np.ndarray, float]:
+def refine_for_budget(
+    b: Best, q, sigma, steps, delta, sampling: str, budget: float, w: float
+) -> tuple[Best, np.ndarray]:
     """A budget check decided at the budget's own scale: rows whose certified interval contains the budget ε
     (``--max-epsilon``; lower <= budget < upper, so the check is undecided) are computed again at the PLD width
-    an inverse search for that ε uses (:func:`inverse_width`), and take the new row where its upper end is the
-    smaller. At a budget of 1e-5 the default absolute width 1e-4 leaves [0, 1.9e-5] where the true ε is about
-    8e-6 (q = 1e-5, σ = 30, 100 steps, δ = 1e-8): the check failed a run that meets it, and a σ that
-    ``--target-epsilon`` found for the budget failed it. Budgets of 0.01 or more keep the default width.
-    Returns the answer, the rows computed again, and the width (as ``--pld-width``)."""
-    w = float(inverse_width(budget))
+    ``w`` (as ``--pld-width``: the one an inverse search for that ε uses, :func:`inverse_width`), and take the new
+    row where its upper end is the smaller. At a budget of 1e-5 the default absolute width 1e-4 leaves
+    [0, 1.9e-5] where the true ε is about 8e-6 (q = 1e-5, σ = 30, 100 steps, δ = 1e-8): the check failed a run
+    that meets it, and a σ that ``--target-epsilon`` found for the budget failed it. (Budgets of 0.01 or more
+    keep the default width: the caller does not call this.) Returns the answer and the rows that took a new
+    value."""
     with np.errstate(invalid="ignore"):
         rows = np.flatnonzero(np.isfinite(b.lower) & (b.lower <= budget) & ~(b.upper <= budget))
-    if w == INVERSE_WIDTHS[0] or not rows.size:
-        return b, rows[:0], w
+    if not rows.size:
+        return b, rows
     q, sigma, steps, delta = _flat(q, sigma, steps, delta)
     again = best(q[rows], sigma[rows], steps[rows], delta[rows], sampling, **width_kw(w))
     take = again.upper < b.upper[rows]
     rows, src = rows[take], np.flatnonzero(take)
     if not rows.size:
-        return b, rows, w
+        return b, rows
 
     def spliced(old, new):
         out = np.array(old, copy=True)
@@ -752,7 +754,7 @@ def refine_for_budget(b: Best, q, sigma, steps, delta, sampling: str, budget: fl
 
     tight = Tight(*(spliced(getattr(b.tight, f), getattr(again.tight, f)) for f in Tight.__dataclass_fields__))
     fields = {f: spliced(getattr(b, f), getattr(again, f)) for f in Best.__dataclass_fields__ if f != "tight"}
-    return Best(tight=tight, **fields), rows, w
+    return Best(tight=tight, **fields), rows
 
 
 def with_no_subsampling(t: Tight, sigma, steps, delta, sampling: str) -> tuple[np.ndarray, np.ndarray]:
@@ -1326,7 +1328,7 @@ def _final_bound(accountant: str, sampling: str):
     return f
 
 
-def _widths_for(accountant: str, target, given=None) -> np.ndarray:
+def _widths_for(target, given=None) -> np.ndarray:
     """Each row's PLD width for a search: ``given`` (the second pass of :func:`_finer_where_it_helps`), else the
     default's (the first pass, and every accountant without PLD, where it is unused)."""
     if given is not None:
@@ -1554,7 +1556,7 @@ def solve_sigma(
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
     # x = −log σ: privacy loss grows with x.
-    width = _widths_for(accountant, target, _widths)
+    width = _widths_for(target, _widths)
 
     def ev_search(rows, x):
         return search(q[rows], np.exp(-x), t[rows], d[rows], width[rows])
@@ -1660,7 +1662,7 @@ def solve_steps(
         return shared
     search, final = _search_bound(accountant, sampling), _final_bound(accountant, sampling)
 
-    width = _widths_for(accountant, target, _widths)
+    width = _widths_for(target, _widths)
 
     def ev_search(rows, x):
         return search(q[rows], s[rows], x, d[rows], width[rows])
@@ -1756,7 +1758,7 @@ def solve_batch_size(
     def steps_of(rows, b):
         return np.maximum(np.asarray(steps_for_epochs(e[rows], n[rows], b), dtype=np.float64), 1.0)
 
-    width = _widths_for(accountant, target, _widths)
+    width = _widths_for(target, _widths)
 
     def ev_search(rows, b):
         return search(b / n[rows], s[rows], steps_of(rows, b), d[rows], width[rows])
