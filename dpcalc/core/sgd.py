@@ -239,6 +239,8 @@ def tight_interval(q, sigma, steps, delta, sampling: str = "poisson", upper_only
         zero = exact.total_variation_upper(q, sigma, steps, sampling) <= delta
         lo[zero] = up[zero] = 0.0
         method[zero] = "total-variation"
+        if zero.all():  # (nothing else to answer: the same result as the whole pass below gives)
+            return Tight(lo, up, method, _bounds(method, met), met)
     full = (q >= 1.0) & ~zero
     one = (steps == 1) & ~full & ~zero
     if full.any():

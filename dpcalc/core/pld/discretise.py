@@ -143,12 +143,29 @@ class Discrete:
 _LADDER = 2.0 ** (np.arange(-45 * 8, 14 * 8 + 1) / 8.0)
 
 
+#: :func:`loss_range`'s answers for the directions met last (an answer's lower and upper ends ask for
+#: the same ones): (id, tail, support) -> (the direction, kept so that its id is not reused, and the range).
+_RANGES: dict = {}
+
+
 def loss_range(d: Direction, tail: float, support: bool = True) -> tuple[float, float]:
     """Losses [lo, hi] with at most ``tail`` P-mass below lo and above hi (within the support's
     finite ends when ``support``: those are used as they are)."""
     if d.atoms is not None:
         ell = d.atoms[0]
         return float(ell.min()), float(ell.max())
+    key = (id(d), tail, support)
+    got = _RANGES.get(key)
+    if got is not None and got[0] is d:
+        return got[1]
+    out = _loss_range(d, tail, support)
+    if len(_RANGES) >= 64:
+        _RANGES.clear()
+    _RANGES[key] = (d, out)
+    return out
+
+
+def _loss_range(d: Direction, tail: float, support: bool) -> tuple[float, float]:
     lo = d.lo if np.isfinite(d.lo) and support else None
     hi = d.hi if np.isfinite(d.hi) and support else None
     scale = max(abs(d.median), 1.0)

@@ -93,6 +93,7 @@ def roundoff_l2(n: int, parts: list[tuple[int, np.ndarray, np.ndarray]], out_nor
 
 
 _CHERNOFF_TS = np.geomspace(1e-4, 100.0, 16)
+_SEVEN = np.arange(7.0)
 
 
 def best_chernoff(f, log_eta: float, k: int, scale: float) -> np.ndarray:
@@ -115,7 +116,9 @@ def best_chernoff(f, log_eta: float, k: int, scale: float) -> np.ndarray:
         best = np.minimum(best, vals[rows, i])
         lo = ts[rows, np.maximum(i - 1, 0)]
         hi = ts[rows, np.minimum(i + 1, ts.shape[1] - 1)]
-        ts = np.exp(np.linspace(np.log(lo), np.log(hi), 7, axis=1))[:, 1:-1]
+        # (np.linspace(log lo, log hi, 7, axis=1)[:, 1:-1], formed as it forms it: the same values)
+        l_lo = np.log(lo)
+        ts = np.exp(_SEVEN[None, 1:-1] * ((np.log(hi) - l_lo) / 6)[:, None] + l_lo[:, None])
     return best
 
 

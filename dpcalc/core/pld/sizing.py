@@ -50,6 +50,7 @@ def _tail_for(mechs, delta_min: float, share: float | None = None) -> float:
 
 
 _LADDER = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
+_LADDER_DLOG = np.diff(np.log(_LADDER))
 
 
 def _ladder_tails(d, cache: dict | None = None):
@@ -72,7 +73,18 @@ def _step_std(d, cache: dict | None = None) -> float:
     rates are skewed, and a symmetrised hull has an atom at 0 holding most of its mass). From the
     tails on a geometric ladder of losses x around 0: E[L₊^k] = ∫ k x^{k−1} P[L > x] dx and
     E[L₋^k] = ∫ k x^{k−1} P[L <= −x] dx (trapezoids in log x; an estimate, for choosing grids).
+    Kept in ``cache`` (the sizing asks for each direction's a few times).
     """
+    key = ("std", id(d))
+    if cache is not None and key in cache:
+        return cache[key]
+    out = _step_std_of(d, cache)
+    if cache is not None:
+        cache[key] = out
+    return out
+
+
+def _step_std_of(d, cache: dict | None) -> float:
     if d.atoms is not None:
         ell, p, _ = d.atoms
         mass = float(p.sum())
@@ -84,11 +96,10 @@ def _step_std(d, cache: dict | None = None) -> float:
     sp, fp = _ladder_tails(d, cache)
     up = np.minimum(sp, 1.0)
     down = np.minimum(fp, 1.0)
-    lx = np.log(x)
 
     def integral(f):  # ∫ f(x) dx = ∫ f(x)·x d(log x)
         g = f * x
-        return float(np.sum(0.5 * (g[1:] + g[:-1]) * np.diff(lx)))
+        return float(np.sum(0.5 * (g[1:] + g[:-1]) * _LADDER_DLOG))
 
     m1 = integral(up) - integral(down)
     m2 = integral(2 * x * up) + integral(2 * x * down)
