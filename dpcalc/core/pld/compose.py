@@ -93,9 +93,9 @@ def _log_mgf_blocked(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
             if tt.size == 0:
                 continue
             ref = top - base if positive else 0.0  # dominant end, relative to base
-            e_off = np.exp(np.outer(offs, tt))
+            e_off = np.exp(offs[:, None] * tt[None, :])
             inner = grid @ e_off  # (m, n_t): Σ_k p_jk e^{t k h}
-            outer = np.exp(np.outer(starts - ref, tt))  # e^{t (b_j − ref)} <= e^{|t| r h}
+            outer = np.exp((starts - ref)[:, None] * tt[None, :])  # e^{t (b_j − ref)} <= e^{|t| r h}
             total = np.einsum("jt,jt->t", outer, inner)
             out[sel] = tt * (base + ref) + np.log(total)
             if with_mean:
@@ -115,9 +115,9 @@ def _log_mgf_blocks_lse(d: Discrete, ts: np.ndarray, r: int, with_mean: bool):
     mean = np.empty(ts.shape) if with_mean else None
     b = base + starts  # loss of each block's first point
     with np.errstate(under="ignore", divide="ignore", over="ignore", invalid="ignore"):
-        e_off = np.exp(np.outer(offs, ts))
+        e_off = np.exp(offs[:, None] * ts[None, :])
         inner = grid @ e_off  # (m, n_t): Σ_k p_jk e^{t k h}, positive terms
-        lb = np.log(inner) + np.outer(b, ts)  # log of each block's Σ p e^{tℓ}
+        lb = np.log(inner) + b[:, None] * ts[None, :]  # log of each block's Σ p e^{tℓ}
         mx = np.max(lb, axis=0)
         w = np.exp(lb - mx)
         total = w.sum(axis=0)
@@ -183,16 +183,17 @@ def _log_mgf(d: Discrete, t: np.ndarray, with_mean: bool):
         return (out.reshape(t.shape), mean.reshape(t.shape)) if with_mean else out.reshape(t.shape)
     n_nz = d.nonzero_log()[0].size
     dense = n_nz * 4 >= d.p.size
-    small = np.abs(flat) * d.h <= 0.5 / 64
+    a_flat = np.abs(flat)
+    small = a_flat * d.h <= 0.5 / 64
     if dense and small.any():
-        tmax = float(np.max(np.abs(flat[small])))
-        r = 1 << int(np.clip(np.floor(np.log2(0.5 / max(tmax * d.h, 1e-300))), 6, 10))
+        tmax = float(a_flat[small].max())
+        r = 1 << int(min(max(float(np.floor(np.log2(0.5 / max(tmax * d.h, 1e-300)))), 6.0), 10.0))
         o, m = _log_mgf_blocked(d, flat[small], r, with_mean)
         out[small] = o
         if with_mean:
             mean[small] = m
     rest = ~small if dense else np.ones(flat.shape, dtype=bool)
-    mid = rest & (np.abs(flat) * d.h <= MID_TH) if dense and n_nz >= MID_FROM else np.zeros(flat.shape, dtype=bool)
+    mid = rest & (a_flat * d.h <= MID_TH) if dense and n_nz >= MID_FROM else np.zeros(flat.shape, dtype=bool)
     if mid.any():
         # Per tilt the largest power-of-two block with |t|·(r − 1)·h <= MID_REACH (4 to 64 points).
         with np.errstate(divide="ignore"):

@@ -102,7 +102,7 @@ def _ndtr_pair(z, dz):
         ew = base + (z < 0) * (4.0 * _U) + 2.0 * _U * w
         # Infinite z: exact (0 or 1). A bound that is not finite (z² overflows where Φ is 0): at most 1.
         # (Where every z is finite and every bound at most 1 — the usual case — nothing changes.)
-        if not (np.max(ev, initial=0.0) <= 1.0 and np.max(ew, initial=0.0) <= 1.0 and np.isfinite(z).all()):
+        if not (ev.max(initial=0.0) <= 1.0 and ew.max(initial=0.0) <= 1.0 and np.isfinite(z).all()):
             ok = np.isfinite(z)
             ev = np.where(ok, np.where(ev <= 1.0, ev, np.where(np.isnan(ev), 0.0, 1.0)), 0.0)
             ew = np.where(ok, np.where(ew <= 1.0, ew, np.where(np.isnan(ew), 0.0, 1.0)), 0.0)
@@ -283,7 +283,7 @@ def subsampled_gaussian(rate: float, sigma: float) -> list[Direction]:
         # forward (remove): L <= ℓ ⇔ X <= x. Otherwise (add): L <= ℓ ⇔ X >= x.
         a, b = x / sigma, (x - 1) / sigma
         da = 2 * _U * (np.abs(x) + 1) / sigma
-        F, S, eF, eS = _ndtr_pair(np.stack(np.broadcast_arrays(a, b)), da)
+        F, S, eF, eS = _ndtr_pair(np.stack((a, b)), da)  # (a and b have x's shape)
         Fa, Sa, eFa, eSa = F[0], S[0], eF[0], eS[0]
         Fb, Sb, eFb, eSb = F[1], S[1], eF[1], eS[1]
         mix_F = (1 - q) * Fa + q * Fb

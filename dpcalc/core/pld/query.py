@@ -131,7 +131,7 @@ class GeomSuffix:
             return np.zeros(0)
         with np.errstate(under="ignore"):
             C = np.cumsum((self.X * self.down)[:, ::-1], axis=1)[:, ::-1]
-            out = C * self.up + np.outer(self.nxt, self.carry)
+            out = C * self.up + self.nxt[:, None] * self.carry[None, :]
         return out.ravel()[: self.n]
 
 
@@ -220,11 +220,15 @@ class Reader:
         i = np.asarray(i, dtype=np.int64)
         eps = np.asarray(eps, float)
         inside = i < self.n
-        j = np.minimum(i, max(self.n - 1, 0))
-        ell_i = np.where(inside, self.loss(j), self.top + cp.h)
-        A, B = self.suffix(j, whole)
-        A = np.where(inside, A, 0.0)
-        B = np.where(inside, B, 0.0)
+        if inside.all():  # (the usual case: the same values as below, without the selections)
+            ell_i = self.loss(i)
+            A, B = self.suffix(i, whole)
+        else:
+            j = np.minimum(i, max(self.n - 1, 0))
+            ell_i = np.where(inside, self.loss(j), self.top + cp.h)
+            A, B = self.suffix(j, whole)
+            A = np.where(inside, A, 0.0)
+            B = np.where(inside, B, 0.0)
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
             x = np.exp(np.minimum(eps - ell_i, 0.0))
             core = np.maximum(A - x * B, 0.0)

@@ -50,7 +50,8 @@ def _tail_for(mechs, delta_min: float, share: float | None = None) -> float:
 
 
 _LADDER = 2.0 ** (np.arange(-60 * 4, 14 * 4 + 1) / 4.0)
-_LADDER_DLOG = np.diff(np.log(_LADDER))
+_LOG_LADDER = np.log(_LADDER)
+_LADDER_DLOG = np.diff(_LOG_LADDER)
 
 
 def _ladder_tails(d, cache: dict | None = None):
@@ -161,7 +162,7 @@ def _log_mgf_estimate(d, ts: np.ndarray, tail: float, cache: dict | None = None)
         keep = sp > tail
         log_up = np.where(keep, np.log(np.clip(sp - tail, 0.0, 1.0)), -np.inf)
         log_down = np.log(np.clip(fp, 0.0, 1.0))
-        base = np.log(ts)[:, None] + np.log(x)[None, :] + np.log(np.log(2.0) / 4.0)
+        base = np.log(ts)[:, None] + _LOG_LADDER[None, :] + np.log(np.log(2.0) / 4.0)
 
         def lse(m):
             mx = np.max(m, axis=1)
