@@ -387,3 +387,51 @@ def test_compose_mixed_decides_a_small_budget_at_its_scale():
     assert len(pld) == 2 and all(x["epsilon_lower"] <= x["epsilon"] <= 1e-5 for x in pld)
     assert any("--pld-width 1e-05" in n for n in d["notes"])
     assert run(args + ["--pld-width", "1e-3"]).exit_code == 1
+
+
+def test_compose_discrete_decides_a_small_budget_at_its_scale():
+    """A discrete Gaussian's k runs (σ = 30000, 100 runs, δ = 1e-8: [0.0011711, 0.0012231] at the default width,
+    about 0.0012216 for the continuous Gaussian of the same σ) against a budget of 0.001222 inside that interval:
+    the row is computed again at the budget's scale, its upper end meets the budget, both intervals are certified
+    (they intersect), and a note says so. An explicit --pld-width, or RDP alone, keeps the row as it was."""
+    args = "compose discrete-gaussian --sigma 30000 --times 100 --delta 1e-8 --json".split()
+    plain = json.loads(run(args).stdout)
+    r = run(args + ["--max-epsilon", "0.001222"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    (before,) = [x for x in plain["rows"] if x["method"] == "pld"]
+    (after,) = [x for x in d["rows"] if x["method"] == "pld"]
+    assert before["epsilon"] > 0.001222 >= after["epsilon"] and after["tightest"]
+    assert max(before["epsilon_lower"], after["epsilon_lower"]) <= min(before["epsilon"], after["epsilon"])
+    assert after["epsilon"] - after["epsilon_lower"] < before["epsilon"] - before["epsilon_lower"]
+    assert any("--pld-width 0.0001" in n for n in d["notes"])
+    assert run(args + ["--max-epsilon", "0.001222", "--pld-width", "1e-3"]).exit_code == 1
+    assert run(args + ["--max-epsilon", "0.001222", "--accountant", "rdp"]).exit_code == 1
+    # Two settings, one of them far from the budget: only the undecided row is computed again.
+    two = json.loads(run(args[:3] + ["30000,3000"] + args[4:] + ["--max-epsilon", "0.001222"]).stdout)
+    pld = {x["sigma"]: x for x in two["rows"] if x["method"] == "pld"}
+    assert pld[30000]["epsilon"] == after["epsilon"]
+    assert (
+        pld[3000]["epsilon"]
+        == [x for x in json.loads(run(args[:3] + ["3000"] + args[4:]).stdout)["rows"] if x["method"] == "pld"][0][
+            "epsilon"
+        ]
+    )
+
+
+def test_amplify_decides_a_small_budget_at_its_scale():
+    """amplify gaussian, as plan-sgd: q = 1e-5, σ = 30, 100 steps, δ = 1e-8 is [0, 1.9e-5] at the default width and
+    about 8e-6 in truth; a budget of 1e-5 passes once the row is computed again at the budget's scale (the same
+    interval plan-sgd gives there), and a note says so. An explicit --pld-width keeps the row as it was."""
+    args = "amplify gaussian --sigma 30 --rate 1e-5 --steps 100 --delta 1e-8 --max-epsilon 1e-5 --json".split()
+    r = run(args)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    (row,) = [x for x in d["rows"] if x["method"] == "pld"]
+    assert 0 < row["epsilon_lower"] <= row["epsilon"] <= 1e-5 and row["tightest"]
+    assert any("--pld-width 1e-05" in n for n in d["notes"])
+    plan = json.loads(
+        run("plan-sgd --sigma 30 --rate 1e-5 --steps 100 --delta 1e-8 --max-epsilon 1e-5 --json".split()).stdout
+    )
+    assert [x["epsilon"] for x in plan["rows"] if x["method"] == "pld"] == [row["epsilon"]]
+    assert run(args + ["--pld-width", "1e-3"]).exit_code == 1

@@ -242,6 +242,7 @@ def gaussian(
     e_clt = sgd.epsilon(q, s_, t, d, "gdp-clt")
     rows, objects, warnings = [], [], []
     labels = [f"q={q[i]:g}, σ={s_[i]:g}, T={int(t[i])}, δ={d[i]:g}" for i in range(q.size)]
+    budget_notes: list = []  # (rows computed again at a small budget's scale)
     for sch in schemes:
         poisson = sch == "poisson"
         nb = "add-remove" if poisson else "substitution"
@@ -251,6 +252,12 @@ def gaussian(
             # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
             # between are bracketed (ε is monotone in q, σ and T).
             tight = sgd.tight_curve(q, s_, t, d, sch, **c.pld_kw())
+            w = c.budget_width()
+            if w is not None:  # (a budget below 0.01 inside a row's interval: decided at its scale, as plan-sgd's)
+                budget = click.get_current_context().meta["dpcalc.max_epsilon"]
+                tight, again = sgd.refine_tight_for_budget(tight, q, s_, t, d, sch, budget, w)
+                if again.size:
+                    budget_notes.append(c.budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
             lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
             bracketed = tight.method == sgd.BRACKET
             # (The interval the row shows: its upper end the no-subsampling one where that is smaller.)
@@ -387,7 +394,8 @@ def gaussian(
             "tightest marks the smallest sound ε of each setting: the answer. ε ≥ is the certified lower bound "
             "(pld, or the exact routes: gdp for q = 1, privacy-profile for T = 1, total-variation where ε = 0)."
         ]
-        + sgd.route_notes(rows),
+        + sgd.route_notes(rows)
+        + budget_notes,
         tail=tail,
     )
 

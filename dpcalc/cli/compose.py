@@ -686,6 +686,7 @@ def _discrete_compose(
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
+    with_pld_off = accountant == "rdp"
     m = c.mesh(**grids, times=times, delta=delta)
     keys = [key for key in m if key != "delta"]
     # Mesh points that differ only in δ are read together: one PLD reading gives all their δ.
@@ -761,6 +762,20 @@ def _discrete_compose(
                     continue
                 found[i] = [Total(DISCRETE_BRACKET, "upper", up, d, epsilon_lower=lo, met=met)]
                 found[i] += [Total("basic", "upper", pure, d)] if pure is not None else []
+    # A budget below 0.01 inside a row's certified interval: that row's totals at the budget's scale (as plan-sgd's
+    # and the other compose commands'). Bracket rows stay as they are (their ends come from other settings).
+    budget_notes: list = []
+    for i in range(m["delta"].size):
+        if any(t.method == DISCRETE_BRACKET for t in found[i]) or with_pld_off:
+            continue
+        point = {key: np.array([m[key][i]]) for key in keys}
+        parts_i = flatten(make(point, 0), int(m["times"][i]))
+        d_i = float(m["delta"][i])
+        found[i], _ = _at_budget_scale(
+            found[i],
+            lambda w: compose_parts_many(parts_i, [d_i], with_pld=True, width=w, every=accountant == "all")[0],
+            budget_notes,
+        )
     rows, warnings, objects = [], [], {}
     for i in range(m["delta"].size):
         obj, k, d = make(m, i), int(m["times"][i]), float(m["delta"][i])
@@ -819,7 +834,7 @@ def _discrete_compose(
         tail=("tightest", "method", "bound"),
         objects=list(objects),
         warnings=warnings,
-        notes=notes,
+        notes=[*notes, *dict.fromkeys(budget_notes)],
     )
 
 
