@@ -738,12 +738,9 @@ def refine_for_budget(
     that meets it, and a σ that ``--target-epsilon`` found for the budget failed it. (Budgets of 0.01 or more
     keep the default width: the caller does not call this.) Returns the answer and the rows that took a new
     value."""
-    rows = _undecided(b.lower, b.upper, budget)
-    if not rows.size:
-        return b, rows
-    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
-    again = best(q[rows], sigma[rows], steps[rows], delta[rows], sampling, **width_kw(w))
-    rows, spliced = _splicer(rows, again.upper < b.upper[rows])
+    again, rows, spliced = _again(
+        b.lower, b.upper, budget, (q, sigma, steps, delta), lambda *c: best(*c, sampling, **width_kw(w))
+    )
     if not rows.size:
         return b, rows
     tight = Tight(*(spliced(getattr(b.tight, f), getattr(again.tight, f)) for f in Tight.__dataclass_fields__))
@@ -757,26 +754,25 @@ def refine_tight_for_budget(
     """:func:`refine_for_budget` for the tight engine's answer alone (``amplify gaussian``, whose RDP rows are
     its own): rows whose certified interval contains the budget are computed again at the PLD width ``w`` and
     take the new interval where its upper end is the smaller. Returns the answer and the rows that took it."""
-    rows = _undecided(t.lower, t.upper, budget)
-    if not rows.size:
-        return t, rows
-    q, sigma, steps, delta = _flat(q, sigma, steps, delta)
-    again = tight_interval(q[rows], sigma[rows], steps[rows], delta[rows], sampling, **width_kw(w))
-    rows, spliced = _splicer(rows, again.upper < t.upper[rows])
+    again, rows, spliced = _again(
+        t.lower, t.upper, budget, (q, sigma, steps, delta), lambda *c: tight_interval(*c, sampling, **width_kw(w))
+    )
     if not rows.size:
         return t, rows
     return Tight(*(spliced(getattr(t, f), getattr(again, f)) for f in Tight.__dataclass_fields__)), rows
 
 
-def _undecided(lower, upper, budget: float) -> np.ndarray:
-    """The rows whose certified interval contains the budget (lower <= budget < upper)."""
+def _again(lower, upper, budget: float, cases, compute):
+    """For :func:`refine_for_budget` and :func:`refine_tight_for_budget`: the rows whose certified interval
+    [lower, upper] contains the budget, computed again (``compute(q, σ, T, δ)`` of those rows' ``cases``); returns
+    that answer, the rows whose new upper end is the smaller, and a function putting the new values into an array
+    of every row (``spliced(old, new)``)."""
     with np.errstate(invalid="ignore"):
-        return np.flatnonzero(np.isfinite(lower) & (lower <= budget) & ~(upper <= budget))
-
-
-def _splicer(rows: np.ndarray, take: np.ndarray):
-    """The rows that take a new value (``take``, one per row), and a function putting those values into an array
-    of every row (``spliced(old, new)``, ``new`` one per row of ``rows``)."""
+        rows = np.flatnonzero(np.isfinite(lower) & (lower <= budget) & ~(upper <= budget))
+    if not rows.size:
+        return None, rows, None
+    again = compute(*(a[rows] for a in _flat(*cases)))
+    take = again.upper < np.asarray(upper)[rows]
     rows, src = rows[take], np.flatnonzero(take)
 
     def spliced(old, new):
@@ -784,7 +780,7 @@ def _splicer(rows: np.ndarray, take: np.ndarray):
         out[rows] = np.asarray(new)[src]
         return out
 
-    return rows, spliced
+    return again, rows, spliced
 
 
 def with_no_subsampling(t: Tight, sigma, steps, delta, sampling: str) -> tuple[np.ndarray, np.ndarray]:
