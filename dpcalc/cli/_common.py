@@ -290,6 +290,21 @@ def budget_width() -> float | None:
     return None if w == sgd.INVERSE_WIDTHS[0] else w
 
 
+def refined_for_budget(refine, answer, cases: tuple, sampling: str, notes: list):
+    """``answer`` (rows of the tight engine for ``cases`` = (q, σ, T, δ)) with the rows whose certified interval
+    contains a budget below 0.01 computed again at :func:`budget_width`'s width by ``refine``
+    (:func:`dpcalc.core.sgd.refine_for_budget` or :func:`~dpcalc.core.sgd.refine_tight_for_budget`), and the
+    note saying so appended to ``notes``; ``answer`` as it is where there is no such budget."""
+    w = budget_width()
+    if w is None:
+        return answer
+    budget = click.get_current_context().meta["dpcalc.max_epsilon"]
+    answer, again = refine(answer, *cases, sampling, budget, w)
+    if again.size:
+        notes.append(budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
+    return answer
+
+
 def budget_note(what: str, w: float) -> str:
     """The note for rows computed again at :func:`budget_width`'s width ``w``."""
     ctx = click.get_current_context()

@@ -252,12 +252,8 @@ def gaussian(
             # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
             # between are bracketed (ε is monotone in q, σ and T).
             tight = sgd.tight_curve(q, s_, t, d, sch, **c.pld_kw())
-            w = c.budget_width()
-            if w is not None:  # (a budget below 0.01 inside a row's interval: decided at its scale, as plan-sgd's)
-                budget = click.get_current_context().meta["dpcalc.max_epsilon"]
-                tight, again = sgd.refine_tight_for_budget(tight, q, s_, t, d, sch, budget, w)
-                if again.size:
-                    budget_notes.append(c.budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
+            # (A budget below 0.01 inside a row's interval: decided at its scale, as plan-sgd's.)
+            tight = c.refined_for_budget(sgd.refine_tight_for_budget, tight, (q, s_, t, d), sch, budget_notes)
             lab = [f"{x}, {sch}" for x in labels] if scheme == "both" else labels
             bracketed = tight.method == sgd.BRACKET
             # (The interval the row shows: its upper end the no-subsampling one where that is smaller.)

@@ -686,7 +686,6 @@ def _discrete_compose(
     from dpcalc.model import Composed, ObjectError
 
     refuse_width_without_pld(accountant)
-    with_pld_off = accountant == "rdp"
     m = c.mesh(**grids, times=times, delta=delta)
     keys = [key for key in m if key != "delta"]
     # Mesh points that differ only in δ are read together: one PLD reading gives all their δ.
@@ -694,14 +693,14 @@ def _discrete_compose(
     for i in range(m["delta"].size):
         same.setdefault(tuple(float(m[key][i]) for key in keys), []).append(i)
 
-    def account(setting, deltas):
+    def account(setting, deltas, width=None):
         point = {key: np.array([v]) for key, v in zip(keys, setting)}
         try:
             return compose_parts_many(
                 flatten(make(point, 0), int(setting[keys.index("times")])),
                 deltas,
                 with_pld=accountant != "rdp",
-                width=c.pld_width(),
+                width=c.pld_width() if width is None else width,
                 every=accountant == "all",
             )
         except ObjectError as exc:
@@ -765,17 +764,13 @@ def _discrete_compose(
     # A budget below 0.01 inside a row's certified interval: that row's totals at the budget's scale (as plan-sgd's
     # and the other compose commands'). Bracket rows stay as they are (their ends come from other settings).
     budget_notes: list = []
-    for i in range(m["delta"].size):
-        if any(t.method == DISCRETE_BRACKET for t in found[i]) or with_pld_off:
-            continue
-        point = {key: np.array([m[key][i]]) for key in keys}
-        parts_i = flatten(make(point, 0), int(m["times"][i]))
-        d_i = float(m["delta"][i])
-        found[i], _ = _at_budget_scale(
-            found[i],
-            lambda w: compose_parts_many(parts_i, [d_i], with_pld=True, width=w, every=accountant == "all")[0],
-            budget_notes,
-        )
+    if accountant != "rdp" and c.budget_width() is not None:
+        for i in range(m["delta"].size):
+            if not any(t.method == DISCRETE_BRACKET for t in found[i]):
+                setting, d_i = tuple(float(m[key][i]) for key in keys), float(m["delta"][i])
+                found[i], _ = _at_budget_scale(
+                    found[i], lambda w, s=setting, d=d_i: account(s, [d], w)[0], budget_notes
+                )
     rows, warnings, objects = [], [], {}
     for i in range(m["delta"].size):
         obj, k, d = make(m, i), int(m["times"][i]), float(m["delta"][i])

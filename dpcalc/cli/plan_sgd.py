@@ -372,12 +372,7 @@ def plan_sgd(
             # counts, and past sgd.DIRECT_POINTS compositions a lattice of sgd.GRID_POINTS settings; the rows
             # between are bracketed (ε is monotone in q, σ and T).
             best = sgd.best(qs, ss, t_arr, ds, sampling, curve=True, **c.pld_kw())
-            w = c.budget_width()
-            if w is not None:
-                budget = click.get_current_context().meta["dpcalc.max_epsilon"]
-                best, again = sgd.refine_for_budget(best, qs, ss, t_arr, ds, sampling, budget, w)
-                if again.size:
-                    notes.append(c.budget_note(f"{again.size} row{'s' if again.size > 1 else ''}", w))
+            best = c.refined_for_budget(sgd.refine_for_budget, best, (qs, ss, t_arr, ds), sampling, notes)
             t = best.tight
             bracketed = t.method == sgd.BRACKET
             why = c.WOR_WIDE if sampling == "without-replacement" else None
